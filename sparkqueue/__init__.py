@@ -1,0 +1,17 @@
+"""sparkqueue: a distributed queue with Amazon SQS semantics whose messages live in Delta tables."""
+
+from . import errors
+from .broker import Broker
+from .message import BatchResult, Message, QueueStats
+from .queue import Queue
+from .session import spark_session
+
+__all__ = [
+    "BatchResult",
+    "Broker",
+    "Message",
+    "Queue",
+    "QueueStats",
+    "errors",
+    "spark_session",
+]

@@ -1,0 +1,69 @@
+"""The exception tree: every failure a user can act on is a QueueError with an SQS-style code."""
+
+from __future__ import annotations
+
+
+class QueueError(Exception):
+    """Root of every sparkqueue error; `code` is the SQS error name, for logs and batch results."""
+
+    code = "QueueError"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class QueueDoesNotExist(QueueError):
+    code = "QueueDoesNotExist"
+
+
+class QueueAlreadyExists(QueueError):
+    code = "QueueAlreadyExists"
+
+
+class InvalidParameterValue(QueueError):
+    code = "InvalidParameterValue"
+
+
+class ReceiptHandleIsInvalid(QueueError):
+    code = "ReceiptHandleIsInvalid"
+
+    def __init__(self, message: str, *, message_gone: bool = False) -> None:
+        super().__init__(message)
+        self.message_gone = message_gone  # the handle was genuine but its message was deleted
+
+
+class MessageNotInflight(QueueError):
+    code = "MessageNotInflight"
+
+
+class EmptyBatchRequest(QueueError):
+    code = "EmptyBatchRequest"
+
+
+class OverLimit(QueueError):
+    code = "OverLimit"
+
+
+class TransactionConflict(QueueError):
+    code = "TransactionConflict"
+
+
+class HeartbeatFailed(QueueError):
+    """Raised when a heartbeat block exits after one or more extensions failed."""
+
+    code = "HeartbeatFailed"
+
+
+__all__ = [
+    "EmptyBatchRequest",
+    "HeartbeatFailed",
+    "InvalidParameterValue",
+    "MessageNotInflight",
+    "OverLimit",
+    "QueueAlreadyExists",
+    "QueueDoesNotExist",
+    "QueueError",
+    "ReceiptHandleIsInvalid",
+    "TransactionConflict",
+]

@@ -1,0 +1,89 @@
+"""Cross-process safety for local roots, whose Delta log store only locks commits inside one JVM."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+# A process holds the lock while any of its threads commits; past this, newcomers let others in.
+MAX_SHARED_HOLD_SECONDS = 0.5
+
+
+class ProcessLock:
+    """Exclusive between OS processes, shared by the threads of one (their JVM serializes commits).
+
+    Delta's local log store writes `N.json` with a JVM-wide lock, so two threads of one driver are
+    safe, but two drivers can both write version N and one commit is silently lost. flock(2) on a
+    file beside the table closes that gap; sharing it inside a process keeps Delta's optimistic
+    concurrency (and its conflict retries) between a process's own threads.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._cond = threading.Condition()
+        self._holders = 0
+        self._fd: int | None = None
+        self._acquired_at = 0.0
+        self._draining = False
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        self._enter()
+        try:
+            yield
+        finally:
+            self._leave()
+
+    def _enter(self) -> None:
+        yielded = False
+        while True:
+            with self._cond:
+                while self._draining or self._held_too_long():
+                    self._draining = True
+                    self._cond.wait()
+                    yielded = True
+                if self._holders == 0 and yielded:
+                    yielded = False
+                else:
+                    if self._holders == 0:
+                        self._fd = self._lock_file()
+                        self._acquired_at = time.monotonic()
+                    self._holders += 1
+                    return
+            time.sleep(0.005)  # after a drain, let a process blocked in flock(2) take the lock
+
+    def _held_too_long(self) -> bool:
+        return (
+            bool(self._holders) and time.monotonic() - self._acquired_at > MAX_SHARED_HOLD_SECONDS
+        )
+
+    def _lock_file(self) -> int:
+        os.makedirs(os.path.dirname(self._path), exist_ok=True)
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
+
+    def _leave(self) -> None:
+        with self._cond:
+            self._holders -= 1
+            if self._holders == 0:
+                assert self._fd is not None
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.close(self._fd)
+                self._fd = None
+                self._draining = False
+                self._cond.notify_all()
+
+
+_locks: dict[str, ProcessLock] = {}
+_locks_guard = threading.Lock()
+
+
+def process_lock(path: str) -> ProcessLock:
+    """The one ProcessLock of this process for `path`, so every Broker on a root shares it."""
+    with _locks_guard:
+        return _locks.setdefault(path, ProcessLock(path))

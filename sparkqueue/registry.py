@@ -1,0 +1,126 @@
+"""The queue registry: one small Delta table under the root naming every queue and its settings."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from delta.tables import DeltaMergeBuilder
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from .attributes import QueueAttributes
+from .storage import Storage, merge_metrics
+
+REGISTRY_SCHEMA = StructType(
+    [
+        StructField("name", StringType(), False),
+        StructField("attributes", StringType(), False),
+        StructField("secret", StringType(), False),
+        StructField("location", StringType(), False),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class QueueRecord:
+    """A queue as the registry knows it: its settings, its handle key and its table."""
+
+    name: str
+    attributes: QueueAttributes
+    secret: str
+    location: str
+
+
+class Registry:
+    """Reads are cached for `ttl_seconds` (as SQS, attribute changes propagate within moments)."""
+
+    def __init__(self, storage: Storage, ttl_seconds: float) -> None:
+        self._storage = storage
+        self._ttl = ttl_seconds
+        self.path = storage.path("_sparkqueue", "queues")
+        self._cache: dict[str, QueueRecord] = {}
+        self._loaded_at: float | None = None
+        self._lock = threading.Lock()
+        storage.create_table(self.path, REGISTRY_SCHEMA)
+
+    def records(self, *, fresh: bool = False) -> dict[str, QueueRecord]:
+        with self._lock:
+            stale = self._loaded_at is None or time.monotonic() - self._loaded_at > self._ttl
+            if fresh or stale:
+                rows = self._storage.read(self.path).collect()
+                self._cache = {
+                    row.name: QueueRecord(
+                        row.name,
+                        QueueAttributes.from_json(row.attributes),
+                        row.secret,
+                        row.location,
+                    )
+                    for row in rows
+                }
+                self._loaded_at = time.monotonic()
+            return dict(self._cache)
+
+    def get(self, name: str, *, fresh: bool = False) -> QueueRecord | None:
+        record = self.records(fresh=fresh).get(name)
+        if record is None and not fresh:
+            record = self.records(fresh=True).get(name)
+        return record
+
+    def insert_if_absent(self, record: QueueRecord) -> bool:
+        """Atomically registers a queue; False when another caller registered the name first."""
+        row = (record.name, record.attributes.to_json(), record.secret, record.location)
+        source = self._storage.spark.createDataFrame([row], REGISTRY_SCHEMA)
+        return self._merge_on_name(
+            source,
+            lambda merge: merge.whenNotMatchedInsertAll(),
+            "num_inserted_rows",
+            f"registering queue {record.name!r}",
+        )
+
+    def update_attributes(self, name: str, attributes: QueueAttributes) -> bool:
+        return self._merge_on_name(
+            self._name_frame(name),
+            lambda merge: merge.whenMatchedUpdate(set={"attributes": F.lit(attributes.to_json())}),
+            "num_updated_rows",
+            f"updating queue {name!r}",
+        )
+
+    def remove(self, name: str) -> bool:
+        return self._merge_on_name(
+            self._name_frame(name),
+            lambda merge: merge.whenMatchedDelete(),
+            "num_deleted_rows",
+            f"deleting queue {name!r}",
+        )
+
+    def _name_frame(self, name: str) -> DataFrame:
+        return self._storage.spark.createDataFrame([(name,)], "name string")
+
+    def _merge_on_name(
+        self,
+        source: DataFrame,
+        clause: Callable[[DeltaMergeBuilder], DeltaMergeBuilder],
+        metric: str,
+        what: str,
+    ) -> bool:
+        """One MERGE keyed by queue name; True when it changed the one row it aimed at."""
+
+        def merge() -> bool:
+            builder = (
+                self._storage.delta(self.path)
+                .alias("t")
+                .merge(source.alias("s"), F.col("t.name") == F.col("s.name"))
+            )
+            return merge_metrics(clause(builder).execute()).get(metric, 0) == 1
+
+        changed = self._storage.transact(self.path, merge, what)
+        self._forget()
+        return changed
+
+    def _forget(self) -> None:
+        with self._lock:
+            self._loaded_at = None

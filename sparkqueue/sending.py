@@ -1,0 +1,158 @@
+"""Turning user input into message rows: entries for send/send_batch, columns for send_df."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, MapType, ShortType, StringType
+
+from .attributes import QueueAttributes, check_int
+from .clock import to_micros
+from .errors import InvalidParameterValue
+from .storage import MESSAGE_SCHEMA
+from .validation import (
+    MAX_DELAY_SECONDS,
+    check_attributes,
+    check_identifier,
+    check_size,
+    check_text,
+    message_size,
+    row_problem_column,
+)
+
+ENTRY_KEYS = ("body", "delay_seconds", "attributes", "group_id", "deduplication_id")
+INVALID_ROW_MARKER = "sparkqueue: invalid send_df row: "
+
+
+@dataclass(frozen=True)
+class SendEntry:
+    """One validated message to write."""
+
+    body: str
+    attributes: dict[str, str]
+    group_id: str | None
+    deduplication_id: str | None
+    delay_seconds: int
+
+
+def normalize_entry(entry: str | dict[str, Any], attrs: QueueAttributes) -> SendEntry:
+    """Validates one send/send_batch entry against the queue's rules."""
+    if isinstance(entry, str):
+        entry = {"body": entry}
+    if not isinstance(entry, dict):
+        raise InvalidParameterValue(
+            f"an entry is a str body or a dict with the keys {list(ENTRY_KEYS)}, got"
+            f" {type(entry).__name__}"
+        )
+    unknown = sorted(set(entry) - set(ENTRY_KEYS))
+    if unknown:
+        raise InvalidParameterValue(f"unknown entry key(s) {unknown}; allowed: {list(ENTRY_KEYS)}")
+    if "body" not in entry:
+        raise InvalidParameterValue("an entry dict needs a 'body'")
+    body = check_text("the body", entry["body"])
+    attributes = check_attributes(entry.get("attributes"))
+    check_size(message_size(body, attributes), attrs.max_message_bytes)
+    group_id = check_identifier("group_id", entry.get("group_id"))
+    deduplication_id = check_identifier("deduplication_id", entry.get("deduplication_id"))
+    delay = entry.get("delay_seconds")
+    if attrs.fifo:
+        raise NotImplementedError("FIFO queues are not implemented yet (issue #4)")
+    if delay is None:
+        delay = attrs.delay_seconds
+    check_int("delay_seconds", delay, 0, MAX_DELAY_SECONDS)
+    return SendEntry(body, attributes, group_id, deduplication_id, delay)
+
+
+def send_df_frame(
+    df: DataFrame,
+    attrs: QueueAttributes,
+    *,
+    body: str,
+    attributes: str | None,
+    group_id: str | None,
+    deduplication_id: str | None,
+    delay_seconds: str | int | None,
+    now: datetime,
+    message_ids: Column,
+) -> DataFrame:
+    """The rows send_df writes; a row that breaks a rule fails the write, so nothing commits."""
+    if attrs.fifo:
+        raise NotImplementedError("FIFO queues are not implemented yet (issue #4)")
+    columns = {
+        "body": _column(df, body, "body", (StringType,)),
+        "attributes": _column(df, attributes, "attributes", (MapType,))
+        if attributes is not None
+        else F.lit(None).cast(MESSAGE_SCHEMA["attributes"].dataType),
+        "group_id": _optional_string(df, group_id, "group_id"),
+        "deduplication_id": _optional_string(df, deduplication_id, "deduplication_id"),
+    }
+    if delay_seconds is None:
+        delay = F.lit(attrs.delay_seconds)
+    elif isinstance(delay_seconds, str):
+        delay = _column(df, delay_seconds, "delay_seconds", (IntegerType, LongType, ShortType))
+    else:
+        delay = F.lit(check_int("delay_seconds", delay_seconds, 0, MAX_DELAY_SECONDS))
+    problem = row_problem_column(
+        columns["body"],
+        columns["attributes"],
+        columns["group_id"],
+        columns["deduplication_id"],
+        delay,
+        attrs.max_message_bytes,
+    )
+    sent_us = to_micros(now)
+    checked = df.select(
+        F.when(problem.isNotNull(), F.raise_error(F.concat(F.lit(INVALID_ROW_MARKER), problem)))
+        .otherwise(columns["body"])
+        .alias("body"),
+        *(columns[name].alias(name) for name in ("attributes", "group_id", "deduplication_id")),
+        delay.cast("long").alias("delay"),
+    ).withColumn("message_id", message_ids)
+    return checked.select(
+        F.pmod(F.xxhash64("message_id"), F.lit(attrs.shards)).cast("int").alias("shard"),
+        "message_id",
+        "body",
+        "attributes",
+        "group_id",
+        "deduplication_id",
+        F.lit(None).cast("long").alias("sequence_number"),
+        F.lit(now).alias("sent_at"),
+        F.timestamp_micros(F.lit(sent_us) + F.col("delay") * 1_000_000).alias("visible_at"),
+        F.lit(None).cast("string").alias("receipt_handle"),
+        F.lit(0).alias("receive_count"),
+        F.lit(None).cast("timestamp").alias("first_received_at"),
+        F.lit(None).cast("timestamp").alias("handle_issued_at"),
+    )
+
+
+def invalid_row_problem(error: BaseException) -> str | None:
+    """The rule a send_df row broke, if `error` is the write failing on one; else None."""
+    text = str(error)
+    start = text.find(INVALID_ROW_MARKER)
+    if start < 0:
+        return None
+    return text[start + len(INVALID_ROW_MARKER) :].split("\n", 1)[0].strip().rstrip(".")
+
+
+def _column(df: DataFrame, name: str, what: str, types: tuple[type, ...]) -> Column:
+    if not isinstance(name, str) or name not in df.columns:
+        raise InvalidParameterValue(
+            f"send_df: {what}={name!r} is not a column; columns: {df.columns}"
+        )
+    data_type = df.schema[name].dataType
+    if not isinstance(data_type, types):
+        raise InvalidParameterValue(
+            f"send_df: column {name!r} ({what}) has type {data_type.simpleString()}; expected"
+            f" {' or '.join(t.typeName() for t in types)}"
+        )
+    return F.col(name)
+
+
+def _optional_string(df: DataFrame, name: str | None, what: str) -> Column:
+    if name is None:
+        return F.lit(None).cast("string")
+    return _column(df, name, what, (StringType,))

@@ -1,0 +1,54 @@
+"""The local default SparkSession: Delta configured, jars resolved once from Maven Central, then cached."""
+
+from __future__ import annotations
+
+import os
+from importlib import metadata
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+DEFAULTS_FILE = Path(__file__).with_name("spark-defaults.conf")
+
+
+def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Parses a Spark properties file (`key value` or `key=value` lines, `#` comments)."""
+    entries: dict[str, str] = {}
+    for raw in Path(path).read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, _, value = line.replace("=", " ", 1).partition(" ")
+        entries[key.strip()] = value.strip()
+    return entries
+
+
+def delta_maven_coordinate() -> str:
+    """The Delta artifact matching the installed pyspark and delta-spark (Spark resolves it via Ivy)."""
+    import pyspark
+
+    spark_minor = ".".join(pyspark.__version__.split(".")[:2])
+    delta_version = os.environ.get("SPARKQUEUE_DELTA_VERSION") or metadata.version("delta-spark")
+    return f"io.delta:delta-spark_{spark_minor}_2.13:{delta_version}"
+
+
+def spark_session(**conf: str) -> SparkSession:
+    """Returns the active session unchanged (Databricks, spark-submit, a fixture), else a local one."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    settings = read_properties(DEFAULTS_FILE)
+    settings.update(
+        {
+            "spark.sql.extensions": DELTA_EXTENSION,
+            "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+            "spark.jars.packages": delta_maven_coordinate(),
+        }
+    )
+    settings.update({key: str(value) for key, value in conf.items()})
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
