@@ -46,7 +46,7 @@ MAX_RECEIVE_DF = 10_000_000
 MAX_WAIT_SECONDS = 20
 IN_FLIGHT_LIMIT = {False: 120_000, True: 20_000}
 LONG_POLL_INTERVAL_SECONDS = 0.25
-IN_FLIGHT_RECOUNT_SECONDS = 5.0
+IN_FLIGHT_RECOUNT_SECONDS = 30.0  # SQS's in-flight figure is approximate too
 CANDIDATE_SLACK = 8  # extra candidates read, so concurrent receivers pick different rows
 
 _COLLECTED_NAMES = (
