@@ -271,7 +271,11 @@ class Queue:
 
     def _candidates(self, record: QueueRecord, now: datetime, wanted: int) -> list[Any]:
         """Visible messages to try, preferring one random shard so receivers rarely collide."""
-        table = self._read(record).where(_claimable(now, record.attributes)).select(*_collected_columns())
+        table = (
+            self._read(record)
+            .where(_claimable(now, record.attributes))
+            .select(*_collected_columns())
+        )
         first = random.randrange(record.attributes.shards)
         found = table.where(F.col("shard") == first).limit(wanted + CANDIDATE_SLACK).collect()
         if len(found) >= wanted:

@@ -9,7 +9,7 @@ from sparkqueue.errors import EmptyBatchRequest, InvalidParameterValue
 
 HOSTILE = [
     "'; DROP TABLE messages; --",
-    'quote " and \' and ` and \\',
+    "quote \" and ' and ` and \\",
     "line one\nline two\r\n\ttabbed",
     "emoji 🙂🚀 and 漢字",
     "${jndi:ldap://x} %s {0} \\x00-not-a-nul",
