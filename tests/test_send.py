@@ -93,7 +93,7 @@ def test_message_delay_overrides_queue_delay(broker, clock):
 def test_send_batch_is_atomic_and_names_the_bad_entry(queue):
     with pytest.raises(InvalidParameterValue, match="entry 2"):
         queue.send_batch(["ok", {"body": "ok too"}, {"body": ""}, "never"])
-    with pytest.raises(InvalidParameterValue, match="entry 1.*unknown"):
+    with pytest.raises(InvalidParameterValue, match=r"entry 1.*unknown"):
         queue.send_batch(["ok", {"body": "x", "colour": "red"}])
     with pytest.raises(EmptyBatchRequest):
         queue.send_batch([])
