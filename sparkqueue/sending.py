@@ -84,9 +84,7 @@ def send_df_frame(
         raise NotImplementedError("FIFO queues are not implemented yet (issue #4)")
     columns = {
         "body": _column(df, body, "body", (StringType,)),
-        "attributes": _column(df, attributes, "attributes", (MapType,))
-        if attributes is not None
-        else F.lit(None).cast(MESSAGE_SCHEMA["attributes"].dataType),
+        "attributes": _attributes_column(df, attributes),
         "group_id": _optional_string(df, group_id, "group_id"),
         "deduplication_id": _optional_string(df, deduplication_id, "deduplication_id"),
     }
@@ -150,6 +148,22 @@ def _column(df: DataFrame, name: str, what: str, types: tuple[type, ...]) -> Col
             f" {' or '.join(t.typeName() for t in types)}"
         )
     return F.col(name)
+
+
+def _attributes_column(df: DataFrame, name: str | None) -> Column:
+    expected = MESSAGE_SCHEMA["attributes"].dataType
+    if name is None:
+        return F.lit(None).cast(expected)
+    column = _column(df, name, "attributes", (MapType,))
+    data_type = df.schema[name].dataType
+    if not (
+        isinstance(data_type.keyType, StringType) and isinstance(data_type.valueType, StringType)
+    ):
+        raise InvalidParameterValue(
+            f"send_df: column {name!r} (attributes) has type {data_type.simpleString()};"
+            " expected map<string,string>"
+        )
+    return column
 
 
 def _optional_string(df: DataFrame, name: str | None, what: str) -> Column:

@@ -16,26 +16,10 @@ from pyspark.errors import PySparkException
 from .errors import TransactionConflict
 
 try:  # the classes differ across Delta versions and clients; SQLSTATE 2D521 covers the rest
-    from delta.exceptions import (
-        ConcurrentAppendException,
-        ConcurrentDeleteDeleteException,
-        ConcurrentDeleteReadException,
-        ConcurrentTransactionException,
-        ConcurrentWriteException,
-        DeltaConcurrentModificationException,
-        MetadataChangedException,
-        ProtocolChangedException,
-    )
+    import delta.exceptions as delta_errors
 
-    CONFLICT_CLASSES: tuple[type[BaseException], ...] = (
-        ConcurrentAppendException,
-        ConcurrentDeleteDeleteException,
-        ConcurrentDeleteReadException,
-        ConcurrentTransactionException,
-        ConcurrentWriteException,
-        DeltaConcurrentModificationException,
-        MetadataChangedException,
-        ProtocolChangedException,
+    CONFLICT_CLASSES: tuple[type[BaseException], ...] = tuple(
+        getattr(delta_errors, name) for name in delta_errors.__all__
     )
 except ImportError:  # pragma: no cover - Databricks runtimes ship their own delta package
     CONFLICT_CLASSES = ()

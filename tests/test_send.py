@@ -148,6 +148,9 @@ def test_send_df_rejects_unknown_or_mistyped_columns(spark, queue):
         queue.send_df(df, body="missing")
     with pytest.raises(InvalidParameterValue, match="type int"):
         queue.send_df(df, body="n")
+    mapped = df.select("body", F.create_map(F.lit("k"), F.col("n")).alias("m"))
+    with pytest.raises(InvalidParameterValue, match="map<string,string>"):
+        queue.send_df(mapped, attributes="m")
     with pytest.raises(InvalidParameterValue, match="delay_seconds"):
         queue.send_df(df, delay_seconds=901)
     bad_delay = spark.createDataFrame([("b", 1000)], "body string, d int")
