@@ -4,6 +4,7 @@ from . import errors
 from .broker import Broker
 from .message import BatchResult, Message, QueueStats
 from .queue import Queue
+from .redrive import RedriveReport
 from .session import spark_session
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "Message",
     "Queue",
     "QueueStats",
+    "RedriveReport",
     "errors",
     "spark_session",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -12,6 +13,7 @@ from .clock import Clock, wall_clock
 from .errors import InvalidParameterValue, QueueAlreadyExists, QueueDoesNotExist
 from .handles import new_token
 from .queue import Queue
+from .redrive import Redrive, RedriveReport, RedriveSettings
 from .registry import QueueRecord, Registry
 from .storage import MESSAGE_SCHEMA, QUEUE_TABLE_PROPERTIES, Storage
 from .transactions import RetryPolicy
@@ -116,6 +118,12 @@ class Broker:
         if not self.registry.remove(name):
             raise QueueDoesNotExist(f"queue {name!r} does not exist")
         self.storage.drop_table(record.location)
+
+    def redrive(
+        self, queues: Sequence[str] | None = None, *, settings: RedriveSettings | None = None
+    ) -> RedriveReport:
+        """One pass of the redrive job: dead-letter moves, releases, retention (and due upkeep)."""
+        return Redrive(self, settings).run(queues)
 
     # -- used by Queue --------------------------------------------------------------------------
 

@@ -14,8 +14,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from . import handles
-from .attributes import MAX_VISIBILITY_SECONDS, QueueAttributes, check_int
+from .attributes import MAX_VISIBILITY_SECONDS, QueueAttributes, check_int, check_queue_name
 from .clock import from_micros, read_clock, to_micros
+from .conditions import alive, awaiting_dead_letter, claimable, due
 from .errors import (
     EmptyBatchRequest,
     InvalidParameterValue,
@@ -34,6 +35,7 @@ from .message import (
     message_id_column,
     new_message_id,
 )
+from .moves import Mover
 from .registry import QueueRecord
 from .sending import SendEntry, invalid_row_problem, normalize_entry, send_df_frame
 from .storage import MESSAGE_SCHEMA, QUEUE_TABLE_PROPERTIES, in_list, merge_metrics
@@ -186,6 +188,7 @@ class Queue:
                 0,
                 None,
                 None,
+                None,
             )
             for message_id, entry in zip(ids, entries, strict=True)
         ]
@@ -246,7 +249,7 @@ class Queue:
             timeout = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
             visible_at = now + timedelta(seconds=timeout)
             merge = self._merge(record, source, shards).whenMatchedUpdate(
-                condition=_claimable(now, attrs, "t.")
+                condition=claimable(now, attrs, "t.")
                 & (F.col("t.receive_count") == F.col("s.expected_count")),
                 set={
                     "receipt_handle": F.col("s.receipt_handle"),
@@ -273,7 +276,7 @@ class Queue:
         """Visible messages to try, preferring one random shard so receivers rarely collide."""
         table = (
             self._read(record)
-            .where(_claimable(now, record.attributes))
+            .where(claimable(now, record.attributes))
             .select(*_collected_columns())
         )
         first = random.randrange(record.attributes.shards)
@@ -289,7 +292,7 @@ class Queue:
         timeout = self._visibility(visibility_timeout)
         record = self._record()
         storage = self._broker.storage
-        claims_path = self._claims_path(record)
+        claims_path = storage.claims_path(record.location)
         storage.ensure_table(
             claims_path,
             CLAIMS_SCHEMA,
@@ -305,7 +308,7 @@ class Queue:
             seconds = attrs.visibility_timeout if timeout is None else timeout
             staged = (
                 self._read(record)
-                .where(_claimable(now, attrs))
+                .where(claimable(now, attrs))
                 .limit(wanted)
                 .withColumns(
                     {
@@ -330,7 +333,7 @@ class Queue:
             shards = [row["shard"] for row in per_shard]
             try:
                 merge = self._merge(record, claimed, shards).whenMatchedUpdate(
-                    condition=_claimable(now, attrs, "t.")
+                    condition=claimable(now, attrs, "t.")
                     & (F.col("t.receive_count") == F.col("s.expected_count")),
                     set={
                         name: F.col(f"s.{name}")
@@ -620,24 +623,51 @@ class Queue:
                 )
         return outcomes
 
+    # -- moving ---------------------------------------------------------------------------------
+
+    def start_message_move(
+        self, destination: str | None = None, max_messages: int | None = None
+    ) -> int:
+        """Moves this dead-letter queue's visible messages back to the queues they came from (or to
+        `destination`); returns how many moved. Messages held by a consumer stay."""
+        if max_messages is not None:
+            check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
+        record = self._record()
+        if destination is not None:
+            self._check_move_destination(record, destination)
+        return Mover(self._broker).move_back(record, destination, self._now(), max_messages)
+
+    def _check_move_destination(self, record: QueueRecord, destination: str) -> None:
+        check_queue_name(destination)
+        if destination == self.name:
+            raise InvalidParameterValue(f"cannot move messages of {self.name!r} to itself")
+        target = self._broker.registry.get(destination, fresh=True)
+        if target is None:
+            raise QueueDoesNotExist(f"destination queue {destination!r} does not exist")
+        if target.attributes.fifo != record.attributes.fifo:
+            raise InvalidParameterValue(
+                f"messages of {self.name!r} can only move to a queue of the same type (FIFO or"
+                f" standard); {destination!r} is not"
+            )
+
     # -- inspecting -----------------------------------------------------------------------------
 
     def stats(self) -> QueueStats:
         record = self._record()
         attrs = record.attributes
         now = self._now()
-        alive = _alive(now, attrs)
-        due = F.col("visible_at") <= F.lit(now)
-        waiting = _awaiting_dead_letter(attrs)
-        count = lambda condition: F.count(F.when(alive & condition, 1))  # noqa: E731
+        living = alive(now, attrs)
+        visible = due(now)
+        waiting = awaiting_dead_letter(attrs)
+        count = lambda condition: F.count(F.when(living & condition, 1))  # noqa: E731
         row = (
             self._read(record)
             .agg(
-                count(due & ~waiting).alias("visible"),
-                count(~due & F.col("receipt_handle").isNotNull()).alias("in_flight"),
-                count(~due & F.col("receipt_handle").isNull()).alias("delayed"),
-                count(due & waiting).alias("awaiting"),
-                F.min(F.when(alive, F.unix_micros("sent_at"))).alias("oldest_us"),
+                count(visible & ~waiting).alias("visible"),
+                count(~visible & F.col("receipt_handle").isNotNull()).alias("in_flight"),
+                count(~visible & F.col("receipt_handle").isNull()).alias("delayed"),
+                count(visible & waiting).alias("awaiting"),
+                F.min(F.when(living, F.unix_micros("sent_at"))).alias("oldest_us"),
             )
             .first()
         )
@@ -678,11 +708,6 @@ class Queue:
 
     def _read(self, record: QueueRecord) -> DataFrame:
         return self._broker.storage.read(record.location)
-
-    def _claims_path(self, record: QueueRecord) -> str:
-        return self._broker.storage.path(
-            "_sparkqueue", "claims", record.location.rsplit("/", 1)[-1]
-        )
 
     def _merge(
         self, record: QueueRecord, source: DataFrame, shards: list[int], extra: Column | None = None
@@ -743,26 +768,6 @@ def _collected_columns() -> list[str | Column]:
         F.unix_micros("sent_at").alias("sent_at_us"),
         F.unix_micros("first_received_at").alias("first_received_at_us"),
     ]
-
-
-def _alive(now: datetime, attrs: QueueAttributes, prefix: str = "") -> Column:
-    return F.col(f"{prefix}sent_at") > F.lit(now - timedelta(seconds=attrs.retention_seconds))
-
-
-def _awaiting_dead_letter(attrs: QueueAttributes, prefix: str = "") -> Column:
-    """Messages that used up their receives: only the redrive job may move them on."""
-    if attrs.max_receive_count is None:
-        return F.lit(False)
-    return F.col(f"{prefix}receive_count") >= attrs.max_receive_count
-
-
-def _claimable(now: datetime, attrs: QueueAttributes, prefix: str = "") -> Column:
-    """Visible now, within retention, and not waiting for the dead-letter queue."""
-    return (
-        (F.col(f"{prefix}visible_at") <= F.lit(now))
-        & _alive(now, attrs, prefix)
-        & ~_awaiting_dead_letter(attrs, prefix)
-    )
 
 
 def _message(row: Any, receipt_handle: str, now: datetime) -> Message:

@@ -124,6 +124,7 @@ def send_df_frame(
         F.lit(0).alias("receive_count"),
         F.lit(None).cast("timestamp").alias("first_received_at"),
         F.lit(None).cast("timestamp").alias("handle_issued_at"),
+        F.lit(None).cast("string").alias("moved_from"),
     )
 
 

@@ -39,6 +39,8 @@ def spark_session(**conf: str) -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit, its --conf and --packages rule
+        return _submitted_session()
     settings = read_properties(DEFAULTS_FILE)
     settings.update(
         {
@@ -52,3 +54,14 @@ def spark_session(**conf: str) -> SparkSession:
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def _submitted_session() -> SparkSession:
+    spark = SparkSession.builder.getOrCreate()
+    if DELTA_EXTENSION not in (spark.conf.get("spark.sql.extensions", None) or ""):
+        raise RuntimeError(
+            "this spark-submit session lacks Delta Lake; submit with"
+            " --properties-file conf/spark-defaults.conf"
+            f" --packages {delta_maven_coordinate()}"
+        )
+    return spark

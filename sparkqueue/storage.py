@@ -42,6 +42,7 @@ MESSAGE_SCHEMA = StructType(
         StructField("receive_count", IntegerType(), False),
         StructField("first_received_at", TimestampType(), True),
         StructField("handle_issued_at", TimestampType(), True),
+        StructField("moved_from", StringType(), True),  # the queue a moved message came from
     ]
 )
 
@@ -54,6 +55,8 @@ QUEUE_TABLE_PROPERTIES = {
     "delta.checkpointInterval": "20",
     "delta.logRetentionDuration": "interval 2 days",
     "delta.deletedFileRetentionDuration": "interval 1 days",
+    # Every interrupted move leaves one idempotent-write id behind; forget them after a week.
+    "delta.setTransactionRetentionDuration": "interval 7 days",
 }
 
 HISTORY_SEARCH_DEPTH = 200
@@ -66,8 +69,8 @@ class Storage:
     """A broker's root: table paths, reads, and commits wrapped in locks and conflict retries."""
 
     def __init__(self, spark: SparkSession, root: str, policy: RetryPolicy) -> None:
-        if not isinstance(root, str) or not root.strip():
-            raise ValueError("root must be a non-empty path or URI")
+        if not isinstance(root, str) or not root.strip() or "`" in root:
+            raise ValueError("root must be a non-empty path or URI without backticks")
         self.spark = spark
         self.policy = policy
         self.conflicts = ConflictCounter()
@@ -83,11 +86,36 @@ class Storage:
     def path(self, *parts: str) -> str:
         return "/".join([self.root, *parts])
 
-    def read(self, path: str) -> DataFrame:
-        return self.spark.read.format("delta").load(path)
+    def read(self, path: str, *, version: int | None = None) -> DataFrame:
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(path)
+
+    def version(self, path: str) -> int:
+        """The table's latest committed version (one log read)."""
+        row = self.delta(path).history(1).select("version").first()
+        assert row is not None
+        return int(row.version)
 
     def delta(self, path: str) -> DeltaTable:
         return DeltaTable.forPath(self.spark, path)
+
+    def exists(self, path: str) -> bool:
+        return DeltaTable.isDeltaTable(self.spark, path)
+
+    def set_properties(self, path: str, properties: dict[str, str]) -> None:
+        """Delta's Python API cannot alter table properties, so this is the one SQL statement.
+
+        The path is ours (root + generated name; the root may not contain a backtick) and the
+        values are formatted from validated numbers: no user text reaches the SQL.
+        """
+        pairs = ", ".join(f"'{key}' = '{value}'" for key, value in sorted(properties.items()))
+        self.transact(
+            path,
+            lambda: self.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({pairs})"),
+            f"setting table properties of {path}",
+        )
 
     def transact(self, path: str, action: Callable[[], T], what: str) -> T:
         """Runs one read-check-commit operation on the table at `path`, safely and with retries."""
@@ -96,13 +124,45 @@ class Storage:
         )
 
     def append(
-        self, path: str, df: DataFrame, what: str, *, user_metadata: str | None = None
+        self,
+        path: str,
+        df: DataFrame,
+        what: str,
+        *,
+        user_metadata: str | None = None,
+        options: dict[str, str] | None = None,
     ) -> None:
         """A blind append: one commit, never conflicting with other appends."""
-        writer = df.write.format("delta").mode("append")
+        writer = df.write.format("delta").mode("append").options(**(options or {}))
         if user_metadata is not None:
             writer = writer.option("userMetadata", user_metadata)
         self.transact(path, lambda: writer.save(path), what)
+
+    def change_where(
+        self,
+        path: str,
+        condition: Column,
+        change: Callable[[DeltaTable, Column], None],
+        what: str,
+    ) -> int:
+        """Counts the rows meeting `condition`, then changes them with the count's shards pinned.
+
+        The change runs under a literal shard predicate so it conflicts only with commits to those
+        shards; Serializable isolation makes the count exact for the commit that wins.
+        """
+
+        def attempt() -> int:
+            counts = self.read(path).where(condition).groupBy("shard").count().collect()
+            if not counts:
+                return 0
+            change(self.delta(path), in_list("shard", [row.shard for row in counts]) & condition)
+            return sum(row["count"] for row in counts)
+
+        return self.transact(path, attempt, what)
+
+    def claims_path(self, location: str) -> str:
+        """Where `receive_df` stages the claims of the queue table at `location`."""
+        return self.path("_sparkqueue", "claims", location.rsplit("/", 1)[-1])
 
     def committed_rows(self, path: str, user_metadata: str) -> int:
         """Rows written by the recent commit tagged `user_metadata` (one pass instead of a count)."""

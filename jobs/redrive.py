@@ -1,0 +1,40 @@
+"""The scheduled redrive job: `python jobs/redrive.py --once` or under spark-submit / Databricks."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import signal
+import threading
+
+from sparkqueue import Broker, spark_session
+from sparkqueue.redrive import RedriveSettings, run_schedule
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--config", default="conf/redrive.toml", help="queues and upkeep settings")
+    parser.add_argument("--root", help="folder or URI holding the queues (overrides the config)")
+    parser.add_argument("--queues", help="comma-separated queue names (default: the config's)")
+    when = parser.add_mutually_exclusive_group(required=True)
+    when.add_argument("--once", action="store_true", help="run one pass and exit")
+    when.add_argument("--every", type=int, metavar="SECONDS", help="run a pass every SECONDS")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+
+    settings = RedriveSettings.load(args.config)
+    if args.every is not None:
+        settings = dataclasses.replace(settings, every_seconds=args.every)
+    root = args.root or settings.root
+    if not root:
+        parser.error("no root: pass --root or set root in the config")
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    queues = args.queues.split(",") if args.queues else None
+    run_schedule(Broker(spark_session(), root), settings, queues=queues, once=args.once, stop=stop)
+
+
+if __name__ == "__main__":
+    main()

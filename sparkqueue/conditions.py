@@ -1,0 +1,52 @@
+"""The row states of a queue table as Spark conditions, shared by receivers and the redrive job.
+
+Each takes a column prefix ("" or "t.") so the same rule serves reads and MERGE clauses.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from .attributes import QueueAttributes
+
+MOVE_MARKER_PREFIX = "moving:"
+
+
+def alive(now: datetime, attrs: QueueAttributes, prefix: str = "") -> Column:
+    """Within the retention period, counted from the original send."""
+    return F.col(f"{prefix}sent_at") > F.lit(now - timedelta(seconds=attrs.retention_seconds))
+
+
+def due(now: datetime, prefix: str = "") -> Column:
+    """Visible now: never hidden, delay over, or visibility timeout expired."""
+    return F.col(f"{prefix}visible_at") <= F.lit(now)
+
+
+def being_moved(prefix: str = "") -> Column:
+    """Marked by a move that has not finished (see moves.py); never null."""
+    return F.coalesce(F.col(f"{prefix}receipt_handle").startswith(MOVE_MARKER_PREFIX), F.lit(False))
+
+
+def awaiting_dead_letter(attrs: QueueAttributes, prefix: str = "") -> Column:
+    """Messages that used up their receives: only the redrive job may move them on."""
+    if attrs.max_receive_count is None:
+        return F.lit(False)
+    return F.col(f"{prefix}receive_count") >= attrs.max_receive_count
+
+
+def claimable(now: datetime, attrs: QueueAttributes, prefix: str = "") -> Column:
+    """Visible now, within retention, not waiting for the dead-letter queue, not being moved."""
+    return (
+        due(now, prefix)
+        & alive(now, attrs, prefix)
+        & ~awaiting_dead_letter(attrs, prefix)
+        & ~being_moved(prefix)
+    )
+
+
+def expired_in_flight(now: datetime, prefix: str = "") -> Column:
+    """Received, and its visibility timeout has run out: its handle is void once released."""
+    return F.col(f"{prefix}receipt_handle").isNotNull() & due(now, prefix) & ~being_moved(prefix)
