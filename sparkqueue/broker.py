@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 from .attributes import QueueAttributes, check_queue_name
 from .clock import Clock, wall_clock
 from .errors import InvalidParameterValue, QueueAlreadyExists, QueueDoesNotExist
+from .fifo import FIFO_TABLE_PROPERTIES
 from .handles import new_token
 from .queue import Queue
 from .redrive import Redrive, RedriveReport, RedriveSettings
@@ -85,7 +86,7 @@ class Broker:
                 record.location,
                 MESSAGE_SCHEMA,
                 partition_by=("shard",),
-                properties=QUEUE_TABLE_PROPERTIES,
+                properties={**QUEUE_TABLE_PROPERTIES, **(FIFO_TABLE_PROPERTIES if fifo else {})},
             )
             if self.registry.insert_if_absent(record):
                 return Queue(self, name)

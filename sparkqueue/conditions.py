@@ -13,11 +13,32 @@ from pyspark.sql import functions as F
 from .attributes import QueueAttributes
 
 MOVE_MARKER_PREFIX = "moving:"
+# FIFO queues keep deleted messages' deduplication ids for a while as tombstones in this partition.
+TOMBSTONE_SHARD = -1
+
+
+def is_message(prefix: str = "") -> Column:
+    """A message rather than a FIFO deduplication tombstone."""
+    return F.col(f"{prefix}shard") != TOMBSTONE_SHARD
+
+
+def _within_retention(now: datetime, attrs: QueueAttributes, prefix: str) -> Column:
+    return F.col(f"{prefix}sent_at") > F.lit(now - timedelta(seconds=attrs.retention_seconds))
 
 
 def alive(now: datetime, attrs: QueueAttributes, prefix: str = "") -> Column:
-    """Within the retention period, counted from the original send."""
-    return F.col(f"{prefix}sent_at") > F.lit(now - timedelta(seconds=attrs.retention_seconds))
+    """A message within the retention period, counted from the original send."""
+    return is_message(prefix) & _within_retention(now, attrs, prefix)
+
+
+def past_retention(now: datetime, attrs: QueueAttributes) -> Column:
+    """Messages the redrive job removes: retention over and no move in progress."""
+    return is_message() & ~_within_retention(now, attrs, "") & ~being_moved()
+
+
+def spent_tombstone(now: datetime) -> Column:
+    """A tombstone whose deduplication window (and grace, see fifo.py) has passed."""
+    return (F.col("shard") == TOMBSTONE_SHARD) & due(now)
 
 
 def due(now: datetime, prefix: str = "") -> Column:

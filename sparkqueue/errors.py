@@ -25,6 +25,12 @@ class InvalidParameterValue(QueueError):
     code = "InvalidParameterValue"
 
 
+class MissingParameter(InvalidParameterValue):
+    """A value the queue requires was not given (a FIFO message's group id, say)."""
+
+    code = "MissingParameter"
+
+
 class ReceiptHandleIsInvalid(QueueError):
     code = "ReceiptHandleIsInvalid"
 
@@ -60,6 +66,7 @@ __all__ = [
     "HeartbeatFailed",
     "InvalidParameterValue",
     "MessageNotInflight",
+    "MissingParameter",
     "OverLimit",
     "QueueAlreadyExists",
     "QueueDoesNotExist",

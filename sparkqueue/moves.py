@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 
 from . import handles
 from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due
+from .fifo import ENTRY_ORDER, in_entry_order, retire, sequenced
 from .registry import QueueRecord
 from .storage import MESSAGE_SCHEMA, in_list
 
@@ -157,12 +158,17 @@ class Mover:
 
     def _copy(self, source: QueueRecord, marker: str, target: QueueRecord, now: datetime) -> None:
         storage = self._storage
+        ordered = target.attributes.fifo  # then in one shard and file, in the source's order
+        spread_by = F.lit(marker) if ordered else F.col("message_id")
+        table = storage.read(source.location)
         rows = (
-            storage.read(source.location)
+            (sequenced(table) if ordered else table)
             .where(F.col("receipt_handle") == F.lit(marker))
             .withColumns(
                 {
-                    "shard": F.pmod(F.xxhash64("message_id"), F.lit(target.attributes.shards)).cast(
+                    ENTRY_ORDER: F.col("sequence_number"),
+                    "sequence_number": F.lit(None).cast("long"),
+                    "shard": F.pmod(F.xxhash64(spread_by), F.lit(target.attributes.shards)).cast(
                         "int"
                     ),
                     "visible_at": F.lit(now),
@@ -173,8 +179,9 @@ class Mover:
                     "moved_from": F.lit(source.name),
                 }
             )
-            .select(*MESSAGE_SCHEMA.names)
+            .select(*MESSAGE_SCHEMA.names, ENTRY_ORDER)
         )
+        rows = in_entry_order(rows) if ordered else rows.drop(ENTRY_ORDER)
         storage.append(
             target.location,
             rows,
@@ -186,7 +193,7 @@ class Mover:
         return self._storage.change_where(
             source.location,
             F.col("receipt_handle") == F.lit(marker),
-            lambda table, rows: table.delete(rows),
+            retire(source.attributes),
             f"finishing moves from {source.name!r}",
         )
 

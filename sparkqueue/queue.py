@@ -13,10 +13,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from . import handles
+from . import fifo, handles
 from .attributes import MAX_VISIBILITY_SECONDS, QueueAttributes, check_int, check_queue_name
 from .clock import from_micros, read_clock, to_micros
-from .conditions import alive, awaiting_dead_letter, claimable, due
+from .conditions import alive, awaiting_dead_letter, claimable, due, is_message
 from .errors import (
     EmptyBatchRequest,
     InvalidParameterValue,
@@ -128,7 +128,7 @@ class Queue:
             try:
                 normalized.append(normalize_entry(entry, record.attributes))
             except InvalidParameterValue as error:
-                raise InvalidParameterValue(f"entry {index}: {error.message}") from None
+                raise type(error)(f"entry {index}: {error.message}") from None
         return self._append(record, normalized)
 
     def send_df(
@@ -192,9 +192,22 @@ class Queue:
             )
             for message_id, entry in zip(ids, entries, strict=True)
         ]
-        frame = self._broker.spark.createDataFrame(rows, MESSAGE_SCHEMA)
+        if record.attributes.fifo:
+            schema = StructType(
+                [*MESSAGE_SCHEMA.fields, StructField(fifo.ENTRY_ORDER, IntegerType())]
+            )
+            entries_df = self._broker.spark.createDataFrame(
+                [(*row, position) for position, row in enumerate(rows)], schema
+            )
+            frame = fifo.in_entry_order(entries_df)
+        else:
+            frame = self._broker.spark.createDataFrame(rows, MESSAGE_SCHEMA)
         self._broker.storage.append(record.location, frame, f"sending to {self.name!r}")
-        return ids
+        if not record.attributes.fifo:
+            return ids
+        sent = {i: e.deduplication_id for i, e in zip(ids, entries, strict=True)}
+        originals = fifo.originals(self._read(record), sent)  # type: ignore[arg-type]
+        return [originals[message_id] for message_id in ids]
 
     # -- receiving ------------------------------------------------------------------------------
 
@@ -248,10 +261,11 @@ class Queue:
             shards = [row.shard for row in candidates]
             timeout = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
             visible_at = now + timedelta(seconds=timeout)
-            merge = self._merge(record, source, shards).whenMatchedUpdate(
-                condition=claimable(now, attrs, "t.")
-                & (F.col("t.receive_count") == F.col("s.expected_count")),
-                set={
+            merge = _claim_update(
+                self._merge(record, source, shards),
+                now,
+                attrs,
+                {
                     "receipt_handle": F.col("s.receipt_handle"),
                     "visible_at": F.lit(visible_at),
                     "receive_count": F.col("t.receive_count") + 1,
@@ -268,23 +282,30 @@ class Queue:
                 )
                 won = [row.message_id for row in mine.select("message_id").collect()]
             self._note_claimed(len(won))
-            return [_message(claims[i][0], claims[i][1], now) for i in won]
+            messages = [_message(claims[i][0], claims[i][1], now) for i in won]
+            if attrs.fifo:  # each group's messages in order
+                messages.sort(key=lambda m: m.sequence_number or 0)
+            return messages
 
         return storage.transact(record.location, attempt, f"receiving from {self.name!r}")
 
     def _candidates(self, record: QueueRecord, now: datetime, wanted: int) -> list[Any]:
         """Visible messages to try, preferring one random shard so receivers rarely collide."""
-        table = (
+        if record.attributes.fifo:  # group prefixes, groups in an order of this receive's own
+            salt = handles.new_token()
+            deliverable = fifo.deliverable(self._read(record), now, record.attributes, salt)
+            return deliverable.select(*_collected_columns()).limit(wanted).collect()
+        shards = record.attributes.shards
+        nearness = F.pmod(F.col("shard") - random.randrange(shards), F.lit(shards))
+        found = (
             self._read(record)
             .where(claimable(now, record.attributes))
+            .orderBy(nearness)  # one query; a random first shard, then the next ones
             .select(*_collected_columns())
+            .limit(wanted + CANDIDATE_SLACK)
+            .collect()
         )
-        first = random.randrange(record.attributes.shards)
-        found = table.where(F.col("shard") == first).limit(wanted + CANDIDATE_SLACK).collect()
-        if len(found) >= wanted:
-            return random.sample(found, wanted)
-        rest = table.where(F.col("shard") != first).limit(wanted + CANDIDATE_SLACK).collect()
-        return found + random.sample(rest, min(len(rest), wanted - len(found)))
+        return random.sample(found, min(len(found), wanted))
 
     def receive_df(self, max_messages: int, *, visibility_timeout: int | None = None) -> DataFrame:
         """Claims up to `max_messages` at once, in Spark; the returned DataFrame never claims again."""
@@ -306,10 +327,14 @@ class Queue:
             wanted = min(max_messages, self._room(record, now, max_messages))
             token = handles.new_token()
             seconds = attrs.visibility_timeout if timeout is None else timeout
+            table = self._read(record)
+            candidates = (
+                fifo.deliverable(table, now, attrs, token)
+                if attrs.fifo
+                else table.where(claimable(now, attrs))
+            )
             staged = (
-                self._read(record)
-                .where(claimable(now, attrs))
-                .limit(wanted)
+                candidates.limit(wanted)
                 .withColumns(
                     {
                         "expected_count": F.col("receive_count"),
@@ -332,10 +357,11 @@ class Queue:
                 return token
             shards = [row["shard"] for row in per_shard]
             try:
-                merge = self._merge(record, claimed, shards).whenMatchedUpdate(
-                    condition=claimable(now, attrs, "t.")
-                    & (F.col("t.receive_count") == F.col("s.expected_count")),
-                    set={
+                merge = _claim_update(
+                    self._merge(record, claimed, shards),
+                    now,
+                    attrs,
+                    {
                         name: F.col(f"s.{name}")
                         for name in (
                             "receipt_handle",
@@ -460,8 +486,13 @@ class Queue:
         def attempt() -> int:
             merge = self._merge(
                 record, source, shards, F.col("t.receipt_handle") == F.col("s.receipt_handle")
-            ).whenMatchedDelete()
-            return merge_metrics(merge.execute()).get("num_deleted_rows", 0)
+            )
+            if record.attributes.fifo:  # the deduplication id outlives the message
+                merge = merge.whenMatchedUpdate(set=fifo.tombstone_values("t."))
+            else:
+                merge = merge.whenMatchedDelete()
+            metrics = merge_metrics(merge.execute())
+            return metrics.get("num_deleted_rows", 0) + metrics.get("num_updated_rows", 0)
 
         return self._broker.storage.transact(
             record.location, attempt, f"deleting from {self.name!r}"
@@ -660,17 +691,16 @@ class Queue:
         visible = due(now)
         waiting = awaiting_dead_letter(attrs)
         count = lambda condition: F.count(F.when(living & condition, 1))  # noqa: E731
-        row = (
-            self._read(record)
-            .agg(
-                count(visible & ~waiting).alias("visible"),
-                count(~visible & F.col("receipt_handle").isNotNull()).alias("in_flight"),
-                count(~visible & F.col("receipt_handle").isNull()).alias("delayed"),
-                count(visible & waiting).alias("awaiting"),
-                F.min(F.when(living, F.unix_micros("sent_at"))).alias("oldest_us"),
-            )
-            .first()
-        )
+        table = self._read(record)
+        if attrs.fifo:
+            table = fifo.with_duplicates_flagged(table).where(~F.col("duplicate"))
+        row = table.agg(
+            count(visible & ~waiting).alias("visible"),
+            count(~visible & F.col("receipt_handle").isNotNull()).alias("in_flight"),
+            count(~visible & F.col("receipt_handle").isNull()).alias("delayed"),
+            count(visible & waiting).alias("awaiting"),
+            F.min(F.when(living, F.unix_micros("sent_at"))).alias("oldest_us"),
+        ).first()
         assert row is not None
         oldest = row["oldest_us"]
         age = max(0.0, (to_micros(now) - oldest) / 1e6) if oldest is not None else 0.0
@@ -692,7 +722,7 @@ class Queue:
                 self._broker.storage.delta(record.location)
                 .alias("t")
                 .merge(empty.alias("s"), F.col("t.message_id") == F.col("s.message_id"))
-                .whenNotMatchedBySourceDelete()
+                .whenNotMatchedBySourceDelete(condition=is_message("t."))
             )
             return merge_metrics(merge.execute()).get("num_deleted_rows", 0)
 
@@ -707,7 +737,8 @@ class Queue:
         return read_clock(self._broker.clock)
 
     def _read(self, record: QueueRecord) -> DataFrame:
-        return self._broker.storage.read(record.location)
+        table = self._broker.storage.read(record.location)
+        return fifo.sequenced(table) if record.attributes.fifo else table
 
     def _merge(
         self, record: QueueRecord, source: DataFrame, shards: list[int], extra: Column | None = None
@@ -759,6 +790,20 @@ class Queue:
             f"queue {self.name!r} has {limit} messages in flight, the most allowed; delete or"
             " release some (change_visibility to 0) before receiving more"
         )
+
+
+def _claim_update(
+    merge: DeltaMergeBuilder, now: datetime, attrs: QueueAttributes, values: dict[str, Column]
+) -> DeltaMergeBuilder:
+    """Standard queues skip rows claimed meanwhile; FIFO fails the whole MERGE, so that no group
+    is ever half-claimed (see fifo.py)."""
+    unchanged = claimable(now, attrs, "t.") & (
+        F.col("t.receive_count") == F.col("s.expected_count")
+    )
+    if not attrs.fifo:
+        return merge.whenMatchedUpdate(condition=unchanged, set=values)
+    guarded = {**values, "receipt_handle": fifo.unless_stale(unchanged, values["receipt_handle"])}
+    return merge.whenMatchedUpdate(set=guarded)
 
 
 def _collected_columns() -> list[str | Column]:

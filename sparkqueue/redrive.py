@@ -26,8 +26,17 @@ from pyspark.sql.types import (
 
 from .attributes import QueueAttributes, check_int
 from .clock import from_micros, read_clock
-from .conditions import alive, awaiting_dead_letter, being_moved, due, expired_in_flight
+from .conditions import (
+    alive,
+    awaiting_dead_letter,
+    being_moved,
+    due,
+    expired_in_flight,
+    past_retention,
+    spent_tombstone,
+)
 from .errors import InvalidParameterValue, QueueDoesNotExist
+from .fifo import drop_duplicates, retire
 from .moves import Mover, StepHook, no_hook
 from .queue import Queue
 from .registry import QueueRecord
@@ -209,6 +218,9 @@ class Redrive:
         if todo["past_retention"]:
             step("removing messages past retention")
             expired = self._expire(record, now)
+        if attrs.fifo:  # duplicates go before the tombstones that mark them as duplicates
+            step("removing duplicates and spent tombstones")
+            self._tidy_fifo(record, now, todo["spent_tombstones"])
         upkeep_settings = self.settings.upkeep_for(name)
         upkeep = bool(upkeep_settings.upkeep_every_seconds) and upkeep_settings.due(
             self._last_upkeep(name, now), now
@@ -259,7 +271,8 @@ class Redrive:
                 count(being_moved()).alias("pending"),
                 count(exhausted(now, attrs)("")).alias("exhausted"),
                 count(releasable(now, attrs)).alias("expired_receives"),
-                count(~alive(now, attrs) & ~being_moved()).alias("past_retention"),
+                count(past_retention(now, attrs)).alias("past_retention"),
+                count(spent_tombstone(now)).alias("spent_tombstones"),
             )
             .first()
         )
@@ -284,10 +297,21 @@ class Redrive:
     def _expire(self, record: QueueRecord, now: datetime) -> int:
         return self._storage.change_where(
             record.location,
-            ~alive(now, record.attributes) & ~being_moved(),
-            lambda table, rows: table.delete(rows),
+            past_retention(now, record.attributes),
+            retire(record.attributes),
             f"removing messages past retention from {record.name!r}",
         )
+
+    def _tidy_fifo(self, record: QueueRecord, now: datetime, spent_tombstones: int) -> None:
+        """Drops never-delivered duplicates, then tombstones whose window has passed."""
+        drop_duplicates(self._storage, record.location)
+        if spent_tombstones:
+            self._storage.change_where(
+                record.location,
+                spent_tombstone(now),
+                lambda table, rows: table.delete(rows),
+                f"removing spent deduplication tombstones from {record.name!r}",
+            )
 
     def _last_upkeep(self, name: str, now: datetime) -> datetime | None:
         """When upkeep last ran for the queue; its first pass counts as the start of the cadence."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -12,7 +13,8 @@ from pyspark.sql.types import IntegerType, LongType, MapType, ShortType, StringT
 
 from .attributes import QueueAttributes, check_int
 from .clock import to_micros
-from .errors import InvalidParameterValue
+from .errors import InvalidParameterValue, MissingParameter
+from .fifo import ENTRY_ORDER, content_deduplication_id, deduplication_column, in_entry_order
 from .storage import MESSAGE_SCHEMA
 from .validation import (
     MAX_DELAY_SECONDS,
@@ -60,7 +62,9 @@ def normalize_entry(entry: str | dict[str, Any], attrs: QueueAttributes) -> Send
     deduplication_id = check_identifier("deduplication_id", entry.get("deduplication_id"))
     delay = entry.get("delay_seconds")
     if attrs.fifo:
-        raise NotImplementedError("FIFO queues are not implemented yet (issue #4)")
+        _check_fifo_options(delay, group_id, deduplication_id, attrs)
+        if deduplication_id is None:
+            deduplication_id = content_deduplication_id(body)
     if delay is None:
         delay = attrs.delay_seconds
     check_int("delay_seconds", delay, 0, MAX_DELAY_SECONDS)
@@ -81,7 +85,7 @@ def send_df_frame(
 ) -> DataFrame:
     """The rows send_df writes; a row that breaks a rule fails the write, so nothing commits."""
     if attrs.fifo:
-        raise NotImplementedError("FIFO queues are not implemented yet (issue #4)")
+        _check_fifo_options(delay_seconds, group_id, deduplication_id, attrs, "=<column>")
     columns = {
         "body": _column(df, body, "body", (StringType,)),
         "attributes": _attributes_column(df, attributes),
@@ -102,6 +106,16 @@ def send_df_frame(
         delay,
         attrs.max_message_bytes,
     )
+    if attrs.fifo:
+        columns["deduplication_id"] = deduplication_column(
+            columns["body"], columns["deduplication_id"], attrs
+        )
+        problem = F.coalesce(
+            problem,
+            F.when(columns["group_id"].isNull(), F.lit("the group id is missing")).when(
+                columns["deduplication_id"].isNull(), F.lit("the deduplication id is missing")
+            ),
+        )
     sent_us = to_micros(now)
     checked = df.select(
         F.when(problem.isNotNull(), F.raise_error(F.concat(F.lit(INVALID_ROW_MARKER), problem)))
@@ -110,8 +124,14 @@ def send_df_frame(
         *(columns[name].alias(name) for name in ("attributes", "group_id", "deduplication_id")),
         delay.cast("long").alias("delay"),
     ).withColumn("message_id", message_ids)
-    return checked.select(
-        F.pmod(F.xxhash64("message_id"), F.lit(attrs.shards)).cast("int").alias("shard"),
+    # FIFO: one shard and one file in row order, so row ids (sequence numbers) follow the rows.
+    shard = (
+        F.lit(random.randrange(attrs.shards))
+        if attrs.fifo
+        else F.pmod(F.xxhash64("message_id"), F.lit(attrs.shards)).cast("int")
+    )
+    rows = checked.select(
+        shard.alias("shard"),
         "message_id",
         "body",
         "attributes",
@@ -126,6 +146,30 @@ def send_df_frame(
         F.lit(None).cast("timestamp").alias("handle_issued_at"),
         F.lit(None).cast("string").alias("moved_from"),
     )
+    if not attrs.fifo:
+        return rows
+    return in_entry_order(rows.withColumn(ENTRY_ORDER, F.monotonically_increasing_id()))
+
+
+def _check_fifo_options(
+    delay: Any,
+    group_id: str | None,
+    deduplication_id: str | None,
+    attrs: QueueAttributes,
+    how: str = "",
+) -> None:
+    """SQS's FIFO rules for what a send must and must not carry."""
+    if delay is not None:
+        raise InvalidParameterValue(
+            "FIFO queues take no per-message delay_seconds; set the queue's delay_seconds instead"
+        )
+    if group_id is None:
+        raise MissingParameter(f"a FIFO queue needs group_id{how} for every message")
+    if deduplication_id is None and not attrs.content_based_deduplication:
+        raise MissingParameter(
+            f"a FIFO queue needs deduplication_id{how} for every message unless the queue has"
+            " content_based_deduplication=True"
+        )
 
 
 def invalid_row_problem(error: BaseException) -> str | None:

@@ -25,16 +25,18 @@ except ImportError:  # pragma: no cover - Databricks runtimes ship their own del
     CONFLICT_CLASSES = ()
 
 CONFLICT_SQLSTATE = "2D521"
+# Raised from inside a MERGE (see fifo.unless_stale) when rows it read changed before it began.
+STALE_READ_MARKER = "sparkqueue: stale read, retry"
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
 def is_commit_conflict(error: BaseException) -> bool:
-    """True for every flavour of Delta's optimistic-concurrency failure."""
+    """True for every flavour of Delta's optimistic-concurrency failure, and for our own guard's."""
     if isinstance(error, CONFLICT_CLASSES):
         return True
     if isinstance(error, PySparkException):
-        return error.getSqlState() == CONFLICT_SQLSTATE
+        return error.getSqlState() == CONFLICT_SQLSTATE or STALE_READ_MARKER in str(error)
     return False
 
 

@@ -15,6 +15,8 @@ from pyspark.sql import functions as F
 
 from sparkqueue.locking import ProcessLock
 
+from .helpers import run_threads
+
 VISIBILITY = 3600  # long enough that nothing may legitimately come back during a test
 
 
@@ -32,23 +34,6 @@ def _consume(queue, received: list[str], *, batch: int, until) -> None:
         assert not result.failed, result.failed
 
 
-def _run_threads(targets) -> None:
-    errors: list[BaseException] = []
-
-    def guarded(target):
-        try:
-            target()
-        except BaseException as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=guarded, args=(t,)) for t in targets]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
-
-
 def _assert_exactly_once(sent: list[str], received: list[str]) -> None:
     duplicates = [i for i, n in Counter(received).items() if n > 1]
     assert duplicates == [], f"delivered twice: {duplicates}"
@@ -57,10 +42,10 @@ def _assert_exactly_once(sent: list[str], received: list[str]) -> None:
 
 def test_four_threads_receive_each_message_once(spark, broker):
     queue = broker.create_queue("contended")
-    queue.send_df(spark.range(48).select(F.col("id").cast("string").alias("body")))
-    sent = [r.message_id for r in queue.receive_df(48, visibility_timeout=0).collect()]
+    queue.send_df(spark.range(24).select(F.col("id").cast("string").alias("body")))
+    sent = [r.message_id for r in queue.receive_df(24, visibility_timeout=0).collect()]
     received: list[str] = []
-    _run_threads([lambda: _consume(queue, received, batch=3, until=lambda: True)] * 4)
+    run_threads([lambda: _consume(queue, received, batch=3, until=lambda: True)] * 4)
     _assert_exactly_once(sent, received)
     assert queue.stats().visible + queue.stats().in_flight == 0
     print(f"conflict retries (4 consumers): {broker.conflict_retries}")
@@ -74,12 +59,12 @@ def test_producer_and_consumers_together(broker):
     producing.set()
 
     def produce() -> None:
-        for i in range(12):
+        for i in range(6):
             sent.extend(queue.send_batch([f"p{i}-a", f"p{i}-b"]))
         producing.clear()
 
     consumers = [lambda: _consume(queue, received, batch=2, until=lambda: not producing.is_set())]
-    _run_threads([produce, *consumers * 3])
+    run_threads([produce, *consumers * 3])
     _assert_exactly_once(sent, received)
     print(f"conflict retries (1 producer, 3 consumers): {broker.conflict_retries}")
 
@@ -92,7 +77,7 @@ from tests.test_concurrency import _consume
 root, out, tag = sys.argv[1:4]
 queue = Broker(spark_session(), root).get_queue("shared")
 sent, received = [], []
-for i in range(4):
+for i in range(2):
     sent += queue.send_batch([f"{tag}-{i}-a", f"{tag}-{i}-b"])
     for m in queue.receive(2, visibility_timeout=3600):
         received.append(m.message_id)
@@ -125,6 +110,7 @@ def test_two_processes_share_a_local_root_safely(broker, tmp_path):
 LOCK_WORKER = """
 import sys, time
 from sparkqueue.locking import ProcessLock
+
 lock, counter = ProcessLock(sys.argv[1]), sys.argv[2]
 for _ in range(150):
     with lock.hold():
@@ -156,7 +142,7 @@ def test_process_lock_is_shared_by_threads_of_one_process(tmp_path):
         with lock.hold():
             inside.wait()  # both threads are inside at once, or this times out
 
-    _run_threads([hold, hold])
+    run_threads([hold, hold])
     started = time.monotonic()
     with lock.hold():
         assert time.monotonic() - started < 1
