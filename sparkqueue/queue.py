@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
@@ -13,7 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from . import fifo, handles
+from . import fifo, handles, worker
 from .attributes import MAX_VISIBILITY_SECONDS, QueueAttributes, check_int, check_queue_name
 from .clock import from_micros, read_clock, to_micros
 from .conditions import alive, awaiting_dead_letter, claimable, due, is_message
@@ -38,7 +39,9 @@ from .message import (
 from .moves import Mover
 from .registry import QueueRecord
 from .sending import SendEntry, invalid_row_problem, normalize_entry, send_df_frame
+from .sink import write_once as write_results_once
 from .storage import MESSAGE_SCHEMA, QUEUE_TABLE_PROPERTIES, in_list, merge_metrics
+from .worker import ConsumeReport, Handler
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -557,6 +560,56 @@ class Queue:
             )
         receipt_handles = [m.receipt_handle if isinstance(m, Message) else m for m in messages]
         return Heartbeat(self._extend, receipt_handles, visibility_timeout, float(interval))
+
+    # -- worker loop and effectively-once results ----------------------------------------------
+
+    def consume(
+        self,
+        handler: Handler,
+        *,
+        batch_size: int = 100,
+        visibility_timeout: int | None = None,
+        heartbeat_interval: float | None = None,
+        max_batches: int | None = None,
+        max_empty_polls: int | None = None,
+        poll_interval: float = 1.0,
+        sink: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> ConsumeReport:
+        """Receives batches as DataFrames and hands each to `handler` until told to stop.
+
+        `handler(batch)` returns None when every message succeeded, or a DataFrame with
+        `message_id` and a boolean `succeeded` column; only succeeded messages are deleted and the
+        rest come back after the visibility timeout. With `sink`, the handler returns its results
+        instead, and they are written with `write_once` before the batch is deleted. A heartbeat
+        keeps the batch hidden while the handler runs (every `heartbeat_interval` s, by default a
+        third of the timeout). Stops after `max_batches`, after `max_empty_polls` empty receives
+        in a row (waiting `poll_interval` s between them), when `stop` is set, or on SIGINT/SIGTERM.
+        """
+        return worker.consume(
+            self,
+            handler,
+            batch_size=batch_size,
+            visibility_timeout=self._visibility(visibility_timeout),
+            heartbeat_interval=heartbeat_interval,
+            max_batches=max_batches,
+            max_empty_polls=max_empty_polls,
+            poll_interval=poll_interval,
+            sink=sink,
+            stop=stop,
+        )
+
+    def write_once(
+        self, batch: DataFrame, results: DataFrame, sink: str, *, key: str = "message_id"
+    ) -> BatchResult:
+        """Writes `results` to the Delta table `sink` effectively once per `key`, then deletes `batch`.
+
+        Rows whose key the sink already holds are skipped, so a redelivered message adds nothing.
+        """
+        if not isinstance(sink, str) or not sink.strip():
+            raise InvalidParameterValue("sink must be the path of a Delta table")
+        write_results_once(self._broker.storage, results, sink, key=key)
+        return self.delete_df(batch)
 
     def _extend(self, receipt_handles: list[str], seconds: int) -> dict[str, QueueError | None]:
         """One heartbeat: extends each handle and reports, per handle, the error or None."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from importlib import metadata
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from pyspark.sql import SparkSession
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 DEFAULTS_FILE = Path(__file__).with_name("spark-defaults.conf")
+# A key ends at its first `=`, `:` or blank, as in java.util.Properties; values may contain all three.
+_SEPARATOR = re.compile(r"\s*[=:\s]\s*")
 
 
 def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -20,8 +23,8 @@ def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        key, _, value = line.replace("=", " ", 1).partition(" ")
-        entries[key.strip()] = value.strip()
+        key, *value = _SEPARATOR.split(line, maxsplit=1)
+        entries[key] = value[0] if value else ""
     return entries
 
 

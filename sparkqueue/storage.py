@@ -223,7 +223,11 @@ class Storage:
     def _lock(self, path: str) -> Callable[[], AbstractContextManager[object]]:
         if not self.local_dir:
             return nullcontext
-        name = self._local_path(path)[len(self.local_dir) :].strip("/").replace("/", "__")
+        table = os.path.abspath(self._local_path(path))
+        if not table.startswith(self.local_dir + os.sep):  # a sink outside the root: lock beside it
+            folder, name = os.path.split(table)
+            return process_lock(os.path.join(folder, f".{name}.sparkqueue.lock")).hold
+        name = table[len(self.local_dir) :].strip("/").replace("/", "__")
         return process_lock(
             os.path.join(self.local_dir, "_sparkqueue", "locks", f"{name}.lock")
         ).hold
