@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from .attributes import QueueAttributes, check_queue_name
 from .clock import Clock, wall_clock
@@ -14,8 +14,9 @@ from .errors import InvalidParameterValue, QueueAlreadyExists, QueueDoesNotExist
 from .fifo import FIFO_TABLE_PROPERTIES
 from .handles import new_token
 from .queue import Queue
-from .redrive import Redrive, RedriveReport, RedriveSettings
+from .redrive import METRICS_SCHEMA, Redrive, RedriveReport, RedriveSettings, metrics_path
 from .registry import QueueRecord, Registry
+from .sink import write_once
 from .storage import MESSAGE_SCHEMA, QUEUE_TABLE_PROPERTIES, Storage
 from .transactions import RetryPolicy
 
@@ -125,6 +126,21 @@ class Broker:
     ) -> RedriveReport:
         """One pass of the redrive job: dead-letter moves, releases, retention (and due upkeep)."""
         return Redrive(self, settings).run(queues)
+
+    def redrive_metrics(self) -> DataFrame:
+        """The redrive job's per-pass, per-queue metrics (depth, moves, timings) for dashboards."""
+        path = metrics_path(self.storage)
+        self.storage.ensure_table(path, METRICS_SCHEMA)
+        return self.storage.read(path)
+
+    def write_once(self, results: DataFrame, sink: str, *, key: str = "message_id") -> int:
+        """Appends to the Delta table `sink` the rows whose `key` it lacks; returns rows written.
+
+        Keyed by message id, a redelivered message's results are never written twice.
+        """
+        if not isinstance(sink, str) or not sink.strip():
+            raise InvalidParameterValue(f"sink must be the path of a Delta table, got {sink!r}")
+        return write_once(self.storage, results, sink, key=key)
 
     # -- used by Queue --------------------------------------------------------------------------
 

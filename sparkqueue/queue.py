@@ -39,7 +39,6 @@ from .message import (
 from .moves import Mover
 from .registry import QueueRecord
 from .sending import SendEntry, invalid_row_problem, normalize_entry, send_df_frame
-from .sink import write_once as write_results_once
 from .storage import MESSAGE_SCHEMA, QUEUE_TABLE_PROPERTIES, in_list, merge_metrics
 from .worker import ConsumeReport, Handler
 
@@ -64,6 +63,7 @@ _COLLECTED_NAMES = (
     "sequence_number",
     "receive_count",
 )
+PEEK_FIELDS = (*(name for name in MESSAGE_FIELDS if name != "receipt_handle"), "moved_from")
 CLAIMS_SCHEMA = StructType(
     [
         *MESSAGE_SCHEMA.fields,
@@ -606,9 +606,7 @@ class Queue:
 
         Rows whose key the sink already holds are skipped, so a redelivered message adds nothing.
         """
-        if not isinstance(sink, str) or not sink.strip():
-            raise InvalidParameterValue("sink must be the path of a Delta table")
-        write_results_once(self._broker.storage, results, sink, key=key)
+        self._broker.write_once(results, sink, key=key)
         return self.delete_df(batch)
 
     def _extend(self, receipt_handles: list[str], seconds: int) -> dict[str, QueueError | None]:
@@ -763,6 +761,20 @@ class Queue:
             delayed=row["delayed"],
             oldest_age_seconds=age,
             awaiting_dead_letter=row["awaiting"],
+        )
+
+    def peek_df(self, max_messages: int = 100) -> DataFrame:
+        """Visible messages, oldest first, read without claiming them (for inspecting a DLQ)."""
+        check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
+        record = self._record()
+        table = self._read(record)
+        if record.attributes.fifo:
+            table = fifo.with_duplicates_flagged(table).where(~F.col("duplicate"))
+        return (
+            table.where(claimable(self._now(), record.attributes))
+            .orderBy("sent_at", "message_id")
+            .limit(max_messages)
+            .select(*PEEK_FIELDS)
         )
 
     def purge(self) -> int:

@@ -40,6 +40,7 @@ from .fifo import drop_duplicates, retire
 from .moves import Mover, StepHook, no_hook
 from .queue import Queue
 from .registry import QueueRecord
+from .storage import Storage
 from .upkeep import UpkeepSettings, keep_up, tidy_table
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ class Redrive:
         self.settings = settings or RedriveSettings()
         self._on_step = on_step
         self._mover = Mover(broker, on_step)
-        self.metrics_path = self._storage.path("_sparkqueue", "metrics")
+        self.metrics_path = metrics_path(self._storage)
         self._storage.ensure_table(self.metrics_path, METRICS_SCHEMA)
         self._upkeep_at: dict[str, datetime] = {}
 
@@ -329,6 +330,10 @@ class Redrive:
         last = from_micros(row["upkeep_us"] or row["first_us"]) if row else None
         self._upkeep_at[name] = last or now
         return last
+
+
+def metrics_path(storage: Storage) -> str:
+    return storage.path("_sparkqueue", "metrics")
 
 
 def exhausted(now: datetime, attrs: QueueAttributes) -> Callable[[str], Column]:

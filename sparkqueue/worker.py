@@ -13,7 +13,7 @@ import logging
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -134,8 +134,9 @@ def _run(
     """Runs the handler under a heartbeat and deletes what it finished; None when it raised."""
     outcome = BatchResult()
     held = list(batch.handles.values())
+    beating = queue.heartbeat(held, visibility_timeout=timeout, interval=interval)
     try:
-        with queue.heartbeat(held, visibility_timeout=timeout, interval=interval):
+        with beating if timeout else nullcontext():  # a zero timeout has nothing to extend
             result = handler(batch.frame)
             if sink is None:
                 finished = _succeeded(batch, result)

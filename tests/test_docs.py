@@ -6,8 +6,6 @@ import re
 import runpy
 from pathlib import Path
 
-import pytest
-
 from sparkqueue.demo import run_demo
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,8 +32,31 @@ def test_demo_runs_every_step(spark, tmp_path):
     assert "in_flight=1" in lines[-1]  # only the message extended to 120 s is still held
 
 
-@pytest.mark.parametrize(
-    "notebook", sorted((REPO / "notebooks").glob("*.py")), ids=lambda p: p.name
-)
-def test_notebooks_run_locally(spark, notebook):
-    runpy.run_path(str(notebook), run_name="__main__")
+def run_notebook(name: str) -> dict[str, object]:
+    return runpy.run_path(str(REPO / "notebooks" / name), run_name="__main__")
+
+
+def test_quickstart_notebook_runs_locally(spark):
+    run_notebook("quickstart.py")
+
+
+def test_producer_consumer_and_operations_notebooks_run_end_to_end(spark, tmp_path, monkeypatch):
+    chart = tmp_path / "depth.png"
+    for name, value in {
+        "ROOT": str(tmp_path / "root"),
+        "ORDERS": "100",
+        "VISIBILITY_TIMEOUT": "0",  # rejected orders come straight back, no waiting
+        "MOVE_BACK": "yes",
+        "CHART": str(chart),
+    }.items():
+        monkeypatch.setenv(f"SPARKQUEUE_{name}", value)
+
+    run_notebook("producer.py")
+    consumer = run_notebook("consumer.py")
+    operations = run_notebook("operations.py")
+
+    assert consumer["report"].deleted == 98  # orders 7 and 57 have negative amounts
+    assert spark.read.format("delta").load(consumer["results_table"]).count() == 98
+    assert operations["report"].moved_to_dead_letter == 2
+    assert operations["broker"].get_queue("orders").stats().visible == 2  # moved back
+    assert chart.stat().st_size > 0
