@@ -1,0 +1,73 @@
+"""Real Spark servers for tests: a standalone master and worker, started from the installed pyspark."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyspark
+
+SPARK_HOME = Path(pyspark.__file__).parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def spark_env(log_dir: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOG_DIR": str(log_dir),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+
+
+@contextmanager
+def daemon(args: list[str], log: Path, ready: str, env: dict[str, str]) -> Iterator[None]:
+    """Runs a Spark daemon in the foreground until its log says `ready`; stops it afterwards."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not re.search(ready, log.read_text(errors="replace")):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{args[1]} did not start:\n{log.read_text(errors='replace')}")
+            time.sleep(0.2)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@contextmanager
+def standalone_cluster(work: Path, *, cores: int = 2, memory: str = "2g") -> Iterator[str]:
+    """A master and one worker (its executors are separate JVMs); yields the master URL."""
+    work.mkdir(parents=True, exist_ok=True)
+    env = spark_env(work)
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    port = free_port()
+    master = [spark_class, "org.apache.spark.deploy.master.Master"]
+    master += ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(free_port())]
+    url = f"spark://127.0.0.1:{port}"
+    worker = [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--cores", str(cores)]
+    worker += ["--memory", memory, "--webui-port", str(free_port()), "--work-dir", str(work)]
+    with (
+        daemon(master, work / "master.log", "I have been elected leader", env),
+        daemon(worker, work / "worker.log", "Successfully registered with master", env),
+    ):
+        yield url
