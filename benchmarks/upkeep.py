@@ -54,7 +54,7 @@ def main() -> None:
         time.sleep(1.1)  # the undeleted tenth times out (1 s visibility) and is released
         started = time.monotonic()
         report = redrive.run(["steady"])
-        detail = broker.storage.delta(queue._record().location).detail().first()
+        detail = broker.storage.detail(queue._record().location).first()
         data, log_files, log_bytes = folder_stats(table)
         print(
             f"{number:>4}  {detail['numFiles']:>12}  {data:>18}  {log_files:>9}"

@@ -133,11 +133,10 @@ class Broker:
         self.storage.ensure_table(path, METRICS_SCHEMA)
         return self.storage.read(path)
 
-    def write_once(self, results: DataFrame, sink: str, *, key: str = "message_id") -> int:
-        """Appends to the Delta table `sink` the rows whose `key` it lacks; returns rows written.
-
-        Keyed by message id, a redelivered message's results are never written twice.
-        """
+    def write_once(self, results: DataFrame, sink: str, *, key: str = "message_id") -> int | None:
+        """Appends to the Delta table `sink` the rows whose `key` it lacks; returns rows written
+        (None over Spark Connect). Keyed by message id, a redelivered message's results are never
+        written twice."""
         if not isinstance(sink, str) or not sink.strip():
             raise InvalidParameterValue(f"sink must be the path of a Delta table, got {sink!r}")
         return write_once(self.storage, results, sink, key=key)

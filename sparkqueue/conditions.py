@@ -1,6 +1,6 @@
 """The row states of a queue table as Spark conditions, shared by receivers and the redrive job.
 
-Each takes a column prefix ("" or "t.") so the same rule serves reads and MERGE clauses.
+Each takes a column prefix ("" or storage.target_prefix) so one rule serves reads and MERGEs.
 """
 
 from __future__ import annotations

@@ -23,16 +23,14 @@ How the rules map onto Delta:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from .attributes import QueueAttributes
 from .conditions import TOMBSTONE_SHARD, alive, claimable, due, is_message
-from .storage import MESSAGE_SCHEMA, Storage, in_list
+from .storage import MESSAGE_SCHEMA, Storage, in_list, target_prefix
 from .transactions import STALE_READ_MARKER
 
 DEDUPLICATION_WINDOW = timedelta(minutes=5)
@@ -154,11 +152,10 @@ def tombstone_values(prefix: str = "") -> dict[str, Column]:
     }
 
 
-def retire(attrs: QueueAttributes) -> Callable[[DeltaTable, Column], None]:
-    """How a queue's table lets go of rows: FIFO keeps tombstones, standard deletes."""
-    if attrs.fifo:
-        return lambda table, rows: table.update(rows, tombstone_values())
-    return lambda table, rows: table.delete(rows)
+def retire(attrs: QueueAttributes) -> dict[str, Column] | None:
+    """How a queue's table lets go of rows (Storage.change_where values): FIFO keeps tombstones,
+    standard deletes."""
+    return tombstone_values() if attrs.fifo else None
 
 
 def drop_duplicates(storage: Storage, location: str) -> int:
@@ -176,18 +173,13 @@ def drop_duplicates(storage: Storage, location: str) -> int:
         source = storage.spark.createDataFrame(
             [(row.message_id,) for row in found], "message_id string"
         )
+        t = target_prefix(location)
         match = (
-            in_list("t.shard", [row.shard for row in found])
-            & (F.col("t.message_id") == F.col("s.message_id"))
-            & F.col("t.receipt_handle").isNull()
+            in_list(f"{t}shard", [row.shard for row in found])
+            & (F.col(f"{t}message_id") == F.col("s.message_id"))
+            & F.col(f"{t}receipt_handle").isNull()
         )
-        (
-            storage.delta(location)
-            .alias("t")
-            .merge(source.alias("s"), match)
-            .whenMatchedDelete()
-            .execute()
-        )
+        storage.merge(location, source, match).delete().execute()
         return len(found)
 
     return storage.transact(location, attempt, f"dropping duplicates from {location}")

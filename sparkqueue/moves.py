@@ -29,7 +29,7 @@ from . import handles
 from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due
 from .fifo import ENTRY_ORDER, in_entry_order, retire, sequenced
 from .registry import QueueRecord
-from .storage import MESSAGE_SCHEMA, in_list
+from .storage import MESSAGE_SCHEMA, in_list, target_prefix
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -120,23 +120,21 @@ class Mover:
             groups = chosen.groupBy("shard", "m").count().collect()
             if not groups:
                 return []
-            same_state = F.col("t.receipt_handle").eqNullSafe(F.col("s.receipt_handle")) & (
-                F.col("t.receive_count") == F.col("s.receive_count")
+            t = target_prefix(source.location)
+            same_state = F.col(f"{t}receipt_handle").eqNullSafe(F.col("s.receipt_handle")) & (
+                F.col(f"{t}receive_count") == F.col("s.receive_count")
             )
-            (
-                storage.delta(source.location)
-                .alias("t")
-                .merge(chosen.alias("s"), _row_match([row.shard for row in groups]) & same_state)
-                .whenMatchedUpdate(
-                    condition=condition("t."),
-                    set={
-                        "receipt_handle": F.col("s.m"),
-                        "visible_at": F.lit(now + MOVE_HOLD),
-                        "handle_issued_at": F.lit(now),
-                    },
-                )
-                .execute()
+            rows = in_list(f"{t}shard", [row.shard for row in groups]) & (
+                F.col(f"{t}message_id") == F.col("s.message_id")
             )
+            storage.merge(source.location, chosen, rows & same_state).update(
+                {
+                    "receipt_handle": F.col("s.m"),
+                    "visible_at": F.lit(now + MOVE_HOLD),
+                    "handle_issued_at": F.lit(now),
+                },
+                condition(t),
+            ).execute()
             return sorted({row.m for row in groups})
 
         markers = storage.transact(source.location, attempt, f"marking moves in {source.name!r}")
@@ -193,8 +191,8 @@ class Mover:
         return self._storage.change_where(
             source.location,
             F.col("receipt_handle") == F.lit(marker),
-            retire(source.attributes),
             f"finishing moves from {source.name!r}",
+            values=retire(source.attributes),
         )
 
     def _unmark(self, source: QueueRecord, marker: str, now: datetime) -> None:
@@ -202,17 +200,10 @@ class Mover:
         self._storage.change_where(
             source.location,
             F.col("receipt_handle") == F.lit(marker),
-            lambda table, rows: table.update(
-                rows,
-                {
-                    "receipt_handle": F.lit(None).cast("string"),
-                    "visible_at": F.lit(now),
-                    "handle_issued_at": F.lit(None).cast("timestamp"),
-                },
-            ),
             f"cancelling moves from {source.name!r}",
+            values={
+                "receipt_handle": F.lit(None).cast("string"),
+                "visible_at": F.lit(now),
+                "handle_issued_at": F.lit(None).cast("timestamp"),
+            },
         )
-
-
-def _row_match(shards: list[int]) -> Column:
-    return in_list("t.shard", shards) & (F.col("t.message_id") == F.col("s.message_id"))

@@ -9,7 +9,6 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from delta.tables import DeltaMergeBuilder
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
@@ -39,7 +38,7 @@ from .message import (
 from .moves import Mover
 from .registry import QueueRecord
 from .sending import SendEntry, invalid_row_problem, normalize_entry, send_df_frame
-from .storage import MESSAGE_SCHEMA, QUEUE_TABLE_PROPERTIES, in_list, merge_metrics
+from .storage import MESSAGE_SCHEMA, QUEUE_TABLE_PROPERTIES, Merge, in_list, target_prefix
 from .worker import ConsumeReport, Handler
 
 if TYPE_CHECKING:
@@ -264,6 +263,7 @@ class Queue:
             shards = [row.shard for row in candidates]
             timeout = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
             visible_at = now + timedelta(seconds=timeout)
+            t = target_prefix(record.location)
             merge = _claim_update(
                 self._merge(record, source, shards),
                 now,
@@ -271,14 +271,16 @@ class Queue:
                 {
                     "receipt_handle": F.col("s.receipt_handle"),
                     "visible_at": F.lit(visible_at),
-                    "receive_count": F.col("t.receive_count") + 1,
-                    "first_received_at": F.coalesce(F.col("t.first_received_at"), F.lit(now)),
+                    "receive_count": F.col(f"{t}receive_count") + 1,
+                    "first_received_at": F.coalesce(F.col(f"{t}first_received_at"), F.lit(now)),
                     "handle_issued_at": F.lit(now),
                 },
             )
-            updated = merge_metrics(merge.execute()).get("num_updated_rows", 0)
+            metrics = merge.execute()
             won = list(claims)
-            if updated < len(claims):  # some candidates were taken between our read and our commit
+            # Some candidates were taken between our read and our commit (or the session does
+            # not report counts): see which handles the table holds.
+            if metrics is None or metrics["num_updated_rows"] < len(claims):
                 mine = self._read(record).where(
                     in_list("shard", shards)
                     & F.col("receipt_handle").isin([h for _, h in claims.values()])
@@ -375,15 +377,19 @@ class Queue:
                         )
                     },
                 )
-                updated = merge_metrics(merge.execute()).get("num_updated_rows", 0)
+                metrics = merge.execute()
             except Exception:
                 storage.transact(
                     claims_path,
-                    lambda: storage.delta(claims_path).delete(F.col("claim_id") == token),
+                    lambda: storage.change(
+                        claims_path, F.col("claim_id") == token, ("claim_id", "message_id")
+                    ),
                     "discarding a failed claim",
                 )
                 raise
-            if updated < sum(row["count"] for row in per_shard):
+            staged = sum(row["count"] for row in per_shard)
+            updated = staged if metrics is None else metrics["num_updated_rows"]
+            if metrics is None or updated < staged:
                 self._drop_lost_claims(record, claims_path, token, shards)
             self._note_claimed(updated)
             return token
@@ -396,7 +402,8 @@ class Queue:
     ) -> None:
         """Removes staged rows whose message another receiver claimed first."""
         storage = self._broker.storage
-        ours = F.col("c.claim_id") == token
+        c = target_prefix(claims_path)
+        ours = F.col(f"{c}claim_id") == token
         won = (
             storage.read(claims_path)
             .where(F.col("claim_id") == token)
@@ -410,13 +417,9 @@ class Queue:
         )
 
         def trim() -> None:
-            (
-                storage.delta(claims_path)
-                .alias("c")
-                .merge(won.alias("w"), ours & (F.col("c.message_id") == F.col("w.message_id")))
-                .whenNotMatchedBySourceDelete(condition=ours)
-                .execute()
-            )
+            storage.merge(
+                claims_path, won, ours & (F.col(f"{c}message_id") == F.col("s.message_id"))
+            ).delete_unmatched(ours).execute()
 
         storage.transact(claims_path, trim, f"trimming a claim on {self.name!r}")
 
@@ -470,7 +473,7 @@ class Queue:
         if valid:
             source = parsed.where("valid").select("message_id", "receipt_handle")
             deleted = self._delete_matching(record, source, shards)
-            if deleted < len(valid):
+            if deleted is None or deleted < len(valid):
                 present = self._present(record, shards, [row.message_id for row in valid])
         failed = {row.receipt_handle: ReceiptHandleIsInvalid.code for row in rows if not row.valid}
         failed.update(
@@ -483,19 +486,25 @@ class Queue:
         successful = [row.receipt_handle for row in valid if row.receipt_handle not in failed]
         return BatchResult(successful=successful, failed=failed)
 
-    def _delete_matching(self, record: QueueRecord, source: DataFrame, shards: list[int]) -> int:
-        """Deletes rows whose message id AND current handle match `source`; returns how many."""
+    def _delete_matching(
+        self, record: QueueRecord, source: DataFrame, shards: list[int]
+    ) -> int | None:
+        """Deletes rows whose message id AND current handle match `source`; returns how many,
+        where the session reports it."""
 
-        def attempt() -> int:
+        def attempt() -> int | None:
+            t = target_prefix(record.location)
             merge = self._merge(
-                record, source, shards, F.col("t.receipt_handle") == F.col("s.receipt_handle")
+                record, source, shards, F.col(f"{t}receipt_handle") == F.col("s.receipt_handle")
             )
             if record.attributes.fifo:  # the deduplication id outlives the message
-                merge = merge.whenMatchedUpdate(set=fifo.tombstone_values("t."))
+                merge = merge.update(fifo.tombstone_values(t))
             else:
-                merge = merge.whenMatchedDelete()
-            metrics = merge_metrics(merge.execute())
-            return metrics.get("num_deleted_rows", 0) + metrics.get("num_updated_rows", 0)
+                merge = merge.delete()
+            metrics = merge.execute()
+            if metrics is None:
+                return None
+            return metrics["num_deleted_rows"] + metrics["num_updated_rows"]
 
         return self._broker.storage.transact(
             record.location, attempt, f"deleting from {self.name!r}"
@@ -636,16 +645,20 @@ class Queue:
                 [(ref.message_id, ref.handle, targets[ref.handle]) for ref, _ in entries],
                 "message_id string, receipt_handle string, visible_at timestamp",
             )
-            ceiling = F.unix_micros("s.visible_at") - F.unix_micros("t.handle_issued_at")
-            merge = self._merge(
-                record, source, shards, F.col("t.receipt_handle") == F.col("s.receipt_handle")
-            ).whenMatchedUpdate(
-                condition=(F.col("t.visible_at") > F.lit(now))
-                & (ceiling <= MAX_VISIBILITY_SECONDS * 1_000_000),
-                set={"visible_at": F.col("s.visible_at")},
+            t = target_prefix(record.location)
+            ceiling = F.unix_micros("s.visible_at") - F.unix_micros(f"{t}handle_issued_at")
+            metrics = (
+                self._merge(
+                    record, source, shards, F.col(f"{t}receipt_handle") == F.col("s.receipt_handle")
+                )
+                .update(
+                    {"visible_at": F.col("s.visible_at")},
+                    (F.col(f"{t}visible_at") > F.lit(now))
+                    & (ceiling <= MAX_VISIBILITY_SECONDS * 1_000_000),
+                )
+                .execute()
             )
-            updated = merge_metrics(merge.execute()).get("num_updated_rows", 0)
-            if updated == len(entries):
+            if metrics is not None and metrics["num_updated_rows"] == len(entries):
                 return {ref.handle: None for ref, _ in entries}
             return self._diagnose(record, entries, now, targets)
 
@@ -782,14 +795,17 @@ class Queue:
         record = self._record()
         empty = self._broker.spark.createDataFrame([], "message_id string")
 
+        storage = self._broker.storage
+        t = target_prefix(record.location)
+
         def attempt() -> int:
-            merge = (
-                self._broker.storage.delta(record.location)
-                .alias("t")
-                .merge(empty.alias("s"), F.col("t.message_id") == F.col("s.message_id"))
-                .whenNotMatchedBySourceDelete(condition=is_message("t."))
+            # Without reported counts, count first: the MERGE reads (so conflicts with) them all.
+            counted = self._read(record).where(is_message()).count() if storage.connect else 0
+            merge = storage.merge(
+                record.location, empty, F.col(f"{t}message_id") == F.col("s.message_id")
             )
-            return merge_metrics(merge.execute()).get("num_deleted_rows", 0)
+            metrics = merge.delete_unmatched(is_message(t)).execute()
+            return counted if metrics is None else metrics["num_deleted_rows"]
 
         return self._broker.storage.transact(record.location, attempt, f"purging {self.name!r}")
 
@@ -807,16 +823,15 @@ class Queue:
 
     def _merge(
         self, record: QueueRecord, source: DataFrame, shards: list[int], extra: Column | None = None
-    ) -> DeltaMergeBuilder:
+    ) -> Merge:
         """A MERGE keyed by message id and pruned to literal shards, so it conflicts only there."""
-        condition = in_list("t.shard", shards) & (F.col("t.message_id") == F.col("s.message_id"))
+        t = target_prefix(record.location)
+        condition = in_list(f"{t}shard", shards) & (
+            F.col(f"{t}message_id") == F.col("s.message_id")
+        )
         if extra is not None:
             condition = condition & extra
-        return (
-            self._broker.storage.delta(record.location)
-            .alias("t")
-            .merge(source.alias("s"), condition)
-        )
+        return self._broker.storage.merge(record.location, source, condition)
 
     def _visibility(self, visibility_timeout: int | None) -> int | None:
         if visibility_timeout is None:
@@ -858,17 +873,16 @@ class Queue:
 
 
 def _claim_update(
-    merge: DeltaMergeBuilder, now: datetime, attrs: QueueAttributes, values: dict[str, Column]
-) -> DeltaMergeBuilder:
+    merge: Merge, now: datetime, attrs: QueueAttributes, values: dict[str, Column]
+) -> Merge:
     """Standard queues skip rows claimed meanwhile; FIFO fails the whole MERGE, so that no group
     is ever half-claimed (see fifo.py)."""
-    unchanged = claimable(now, attrs, "t.") & (
-        F.col("t.receive_count") == F.col("s.expected_count")
-    )
+    t = target_prefix(merge.path)
+    unchanged = claimable(now, attrs, t) & (F.col(f"{t}receive_count") == F.col("s.expected_count"))
     if not attrs.fifo:
-        return merge.whenMatchedUpdate(condition=unchanged, set=values)
+        return merge.update(values, unchanged)
     guarded = {**values, "receipt_handle": fifo.unless_stale(unchanged, values["receipt_handle"])}
-    return merge.whenMatchedUpdate(set=guarded)
+    return merge.update(guarded)
 
 
 def _collected_columns() -> list[str | Column]:

@@ -231,7 +231,7 @@ class Redrive:
             step("upkeep: compaction and VACUUM")
             keep_up(self._storage, record.location, upkeep_settings, now)
         stats = Queue(self._broker, name).stats()
-        detail = self._storage.delta(record.location).detail().first()
+        detail = self._storage.detail(record.location).first()
         duration = time.monotonic() - started
         log.info(
             "redrive %s: moved %d, released %d, expired %d%s; visible %d, in flight %d (%.1f s)",
@@ -285,22 +285,19 @@ class Redrive:
         return self._storage.change_where(
             record.location,
             releasable(now, record.attributes),
-            lambda table, rows: table.update(
-                rows,
-                {
-                    "receipt_handle": F.lit(None).cast("string"),
-                    "handle_issued_at": F.lit(None).cast("timestamp"),
-                },
-            ),
             f"releasing expired receives in {record.name!r}",
+            values={
+                "receipt_handle": F.lit(None).cast("string"),
+                "handle_issued_at": F.lit(None).cast("timestamp"),
+            },
         )
 
     def _expire(self, record: QueueRecord, now: datetime) -> int:
         return self._storage.change_where(
             record.location,
             past_retention(now, record.attributes),
-            retire(record.attributes),
             f"removing messages past retention from {record.name!r}",
+            values=retire(record.attributes),
         )
 
     def _tidy_fifo(self, record: QueueRecord, now: datetime, spent_tombstones: int) -> None:
@@ -310,7 +307,6 @@ class Redrive:
             self._storage.change_where(
                 record.location,
                 spent_tombstone(now),
-                lambda table, rows: table.delete(rows),
                 f"removing spent deduplication tombstones from {record.name!r}",
             )
 

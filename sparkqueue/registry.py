@@ -7,13 +7,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from delta.tables import DeltaMergeBuilder
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from .attributes import QueueAttributes
-from .storage import Storage, merge_metrics
+from .storage import Merge, Storage, target_prefix
 
 REGISTRY_SCHEMA = StructType(
     [
@@ -75,26 +74,32 @@ class Registry:
         row = (record.name, record.attributes.to_json(), record.secret, record.location)
         source = self._storage.spark.createDataFrame([row], REGISTRY_SCHEMA)
         return self._merge_on_name(
+            record.name,
             source,
-            lambda merge: merge.whenNotMatchedInsertAll(),
+            lambda merge: merge.insert(),
             "num_inserted_rows",
             f"registering queue {record.name!r}",
+            lambda before, after: after is not None and after.location == record.location,
         )
 
     def update_attributes(self, name: str, attributes: QueueAttributes) -> bool:
         return self._merge_on_name(
+            name,
             self._name_frame(name),
-            lambda merge: merge.whenMatchedUpdate(set={"attributes": F.lit(attributes.to_json())}),
+            lambda merge: merge.update({"attributes": F.lit(attributes.to_json())}),
             "num_updated_rows",
             f"updating queue {name!r}",
+            lambda before, after: after is not None,
         )
 
     def remove(self, name: str) -> bool:
         return self._merge_on_name(
+            name,
             self._name_frame(name),
-            lambda merge: merge.whenMatchedDelete(),
+            lambda merge: merge.delete(),
             "num_deleted_rows",
             f"deleting queue {name!r}",
+            lambda before, after: before is not None,
         )
 
     def _name_frame(self, name: str) -> DataFrame:
@@ -102,24 +107,31 @@ class Registry:
 
     def _merge_on_name(
         self,
+        name: str,
         source: DataFrame,
-        clause: Callable[[DeltaMergeBuilder], DeltaMergeBuilder],
+        clause: Callable[[Merge], Merge],
         metric: str,
         what: str,
+        changed: Callable[[Row | None, Row | None], bool],
     ) -> bool:
-        """One MERGE keyed by queue name; True when it changed the one row it aimed at."""
+        """One MERGE keyed by queue name; True when it changed the one row it aimed at (told by
+        its counts, or over Spark Connect by `changed(row before, row after)`)."""
+        t = target_prefix(self.path)
 
         def merge() -> bool:
-            builder = (
-                self._storage.delta(self.path)
-                .alias("t")
-                .merge(source.alias("s"), F.col("t.name") == F.col("s.name"))
-            )
-            return merge_metrics(clause(builder).execute()).get(metric, 0) == 1
+            before = self._row(name) if self._storage.connect else None
+            on = F.col(f"{t}name") == F.col("s.name")
+            metrics = clause(self._storage.merge(self.path, source, on)).execute()
+            if metrics is not None:
+                return metrics[metric] == 1
+            return changed(before, self._row(name))
 
         changed = self._storage.transact(self.path, merge, what)
         self._forget()
         return changed
+
+    def _row(self, name: str) -> Row | None:
+        return self._storage.read(self.path).where(F.col("name") == name).first()
 
     def _forget(self) -> None:
         with self._lock:

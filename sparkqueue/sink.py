@@ -12,26 +12,28 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from .errors import InvalidParameterValue
-from .storage import Storage, merge_metrics
+from .storage import Storage, target_prefix
 
 
-def write_once(storage: Storage, results: DataFrame, path: str, *, key: str = "message_id") -> int:
-    """Inserts the result rows whose key the sink lacks; returns how many rows were inserted."""
+def write_once(
+    storage: Storage, results: DataFrame, path: str, *, key: str = "message_id"
+) -> int | None:
+    """Inserts the result rows whose key the sink lacks; returns how many (None over Spark Connect,
+    which does not report it)."""
     if key not in results.columns:
         raise InvalidParameterValue(
             f"the results have no {key!r} column to key the sink by; columns: {results.columns}"
         )
-    storage.ensure_table(path, results.schema)
+    storage.ensure_table_like(path, results)
     bounds = results.agg(F.min(key).alias("low"), F.max(key).alias("high")).first()
     if bounds is None or bounds.low is None:
         return 0
     # Message ids sort by send time, so a literal range lets data skipping prune old sink files.
-    match = F.col(f"t.{key}").between(F.lit(bounds.low), F.lit(bounds.high)) & (
-        F.col(f"t.{key}") == F.col(f"s.{key}")
-    )
+    target = F.col(f"{target_prefix(path)}`{key}`")
+    match = target.between(F.lit(bounds.low), F.lit(bounds.high)) & (target == F.col(f"s.`{key}`"))
 
-    def attempt() -> int:
-        merge = storage.delta(path).alias("t").merge(results.alias("s"), match)
-        return merge_metrics(merge.whenNotMatchedInsertAll().execute()).get("num_inserted_rows", 0)
+    def attempt() -> int | None:
+        metrics = storage.merge(path, results, match).insert().execute()
+        return None if metrics is None else metrics["num_inserted_rows"]
 
     return storage.transact(path, attempt, f"writing results to {path}")

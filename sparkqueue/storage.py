@@ -6,10 +6,13 @@ import os
 import shutil
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from functools import reduce
 from typing import TypeVar
 from urllib.parse import urlparse
 
 from delta.tables import DeltaTable
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -60,6 +63,7 @@ QUEUE_TABLE_PROPERTIES = {
 }
 
 HISTORY_SEARCH_DEPTH = 200
+_KEY = "__sparkqueue_key_"  # the key columns of Storage.change's MERGE source
 
 # Mount-style paths that are not the driver's own disk even though they have no URI scheme.
 _REMOTE_MOUNTS = ("/Volumes/", "/dbfs/", "/Workspace/")
@@ -72,6 +76,9 @@ class Storage:
         if not isinstance(root, str) or not root.strip() or "`" in root:
             raise ValueError("root must be a non-empty path or URI without backticks")
         self.spark = spark
+        # Spark Connect sessions (Databricks serverless and shared clusters) are driven with
+        # Spark's own APIs only, so a server needs Delta's SQL extension and nothing more.
+        self.connect = type(spark).__module__.startswith("pyspark.sql.connect")
         self.policy = policy
         self.conflicts = ConflictCounter()
         self._known_tables: set[str] = set()
@@ -94,26 +101,41 @@ class Storage:
 
     def version(self, path: str) -> int:
         """The table's latest committed version (one log read)."""
-        row = self.delta(path).history(1).select("version").first()
+        row = self.history(path, 1).select("version").first()
         assert row is not None
         return int(row.version)
 
-    def delta(self, path: str) -> DeltaTable:
-        return DeltaTable.forPath(self.spark, path)
+    def history(self, path: str, depth: int) -> DataFrame:
+        """The newest `depth` commits (`depth` is ours, a whole number)."""
+        return self.spark.sql(f"DESCRIBE HISTORY {_table(path)} LIMIT {int(depth)}")
+
+    def detail(self, path: str) -> DataFrame:
+        return self.spark.sql(f"DESCRIBE DETAIL {_table(path)}")
 
     def exists(self, path: str) -> bool:
-        return DeltaTable.isDeltaTable(self.spark, path)
+        try:
+            self.read(path).schema  # noqa: B018 - analysing the read is the check
+        except AnalysisException:
+            return False
+        return True
+
+    def optimize(self, path: str) -> None:
+        self.spark.sql(f"OPTIMIZE {_table(path)}").collect()
+
+    def vacuum(self, path: str, retain_hours: int) -> None:
+        self.spark.sql(f"VACUUM {_table(path)} RETAIN {int(retain_hours)} HOURS").collect()
+
+    def merge(self, path: str, source: DataFrame, on: Column) -> Merge:
+        """A MERGE into `path` from `source` (aliased `s`); target columns via target_prefix."""
+        return Merge(self, path, source.alias("s"), on)
 
     def set_properties(self, path: str, properties: dict[str, str]) -> None:
-        """Delta's Python API cannot alter table properties, so this is the one SQL statement.
-
-        The path is ours (root + generated name; the root may not contain a backtick) and the
-        values are formatted from validated numbers: no user text reaches the SQL.
-        """
+        """Paths are ours (the root may not contain a backtick) and the values are formatted from
+        validated numbers: no message, queue attribute text or other user value reaches SQL."""
         pairs = ", ".join(f"'{key}' = '{value}'" for key, value in sorted(properties.items()))
         self.transact(
             path,
-            lambda: self.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({pairs})"),
+            lambda: self.spark.sql(f"ALTER TABLE {_table(path)} SET TBLPROPERTIES ({pairs})"),
             f"setting table properties of {path}",
         )
 
@@ -142,10 +164,12 @@ class Storage:
         self,
         path: str,
         condition: Column,
-        change: Callable[[DeltaTable, Column], None],
         what: str,
+        *,
+        values: dict[str, Column] | None = None,
     ) -> int:
-        """Counts the rows meeting `condition`, then changes them with the count's shards pinned.
+        """Counts the queue rows meeting `condition`, then updates them to `values` (None: deletes
+        them), with the count's shards pinned.
 
         The change runs under a literal shard predicate so it conflicts only with commits to those
         shards; Serializable isolation makes the count exact for the commit that wins.
@@ -155,10 +179,30 @@ class Storage:
             counts = self.read(path).where(condition).groupBy("shard").count().collect()
             if not counts:
                 return 0
-            change(self.delta(path), in_list("shard", [row.shard for row in counts]) & condition)
+            rows = in_list("shard", [row.shard for row in counts]) & condition
+            self.change(path, rows, ("shard", "message_id"), values)
             return sum(row["count"] for row in counts)
 
         return self.transact(path, attempt, what)
+
+    def change(
+        self,
+        path: str,
+        rows: Column,
+        key: tuple[str, ...],
+        values: dict[str, Column] | None = None,
+    ) -> None:
+        """UPDATE (or, without `values`, DELETE) the rows meeting `rows`, within the caller's
+        transaction. Classic sessions use Delta's API; over Spark Connect it is a MERGE of the
+        rows' `key` columns into the table, which needs nothing but Delta's SQL extension."""
+        if not self.connect:
+            table = DeltaTable.forPath(self.spark, path)
+            table.delete(rows) if values is None else table.update(rows, values)
+            return
+        keys = self.read(path).where(rows).select([F.col(k).alias(f"{_KEY}{k}") for k in key])
+        on = reduce(Column.__and__, [F.col(k) == F.col(f"{_KEY}{k}") for k in key], rows)
+        merge = Merge(self, path, keys, on)
+        (merge.delete() if values is None else merge.update(values)).execute()
 
     def claims_path(self, location: str) -> str:
         """Where `receive_df` stages the claims of the queue table at `location`."""
@@ -167,8 +211,7 @@ class Storage:
     def committed_rows(self, path: str, user_metadata: str) -> int:
         """Rows written by the recent commit tagged `user_metadata` (one pass instead of a count)."""
         row = (
-            self.delta(path)
-            .history(HISTORY_SEARCH_DEPTH)
+            self.history(path, HISTORY_SEARCH_DEPTH)
             .where(F.col("userMetadata") == user_metadata)
             .select(F.col("operationMetrics")["numOutputRows"].alias("rows"))
             .first()
@@ -200,22 +243,32 @@ class Storage:
         partition_by: tuple[str, ...] = (),
         properties: dict[str, str] | None = None,
     ) -> None:
-        def create() -> None:
-            builder = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
-            if partition_by:
-                builder = builder.partitionedBy(*partition_by)
-            for key, value in (properties or {}).items():
-                builder = builder.property(key, value)
-            builder.execute()
+        columns = ", ".join(
+            f"`{f.name}` {f.dataType.simpleString()}{'' if f.nullable else ' NOT NULL'}"
+            for f in schema.fields
+        )
+        statement = f"CREATE TABLE IF NOT EXISTS {_table(path)} ({columns}) USING DELTA"
+        if partition_by:
+            statement += f" PARTITIONED BY ({', '.join(f'`{name}`' for name in partition_by)})"
+        if properties:
+            pairs = ", ".join(f"'{key}' = '{value}'" for key, value in sorted(properties.items()))
+            statement += f" TBLPROPERTIES ({pairs})"
+        self.transact(path, lambda: self.spark.sql(statement), f"creating the table at {path}")
 
-        self.transact(path, create, f"creating the table at {path}")
+    def ensure_table_like(self, path: str, frame: DataFrame) -> None:
+        """Creates a table with `frame`'s schema (an empty append: no user names reach SQL)."""
+        if path not in self._known_tables:
+            self.append(path, frame.limit(0), f"creating the table at {path}")
+            self._known_tables.add(path)
 
     def drop_table(self, path: str) -> None:
         """Removes a table: its folder on a local root; elsewhere its rows (VACUUM frees the files)."""
         if self.local_dir:
             shutil.rmtree(self._local_path(path), ignore_errors=True)
             return
-        self.transact(path, lambda: self.delta(path).delete(), f"dropping the table at {path}")
+        self.transact(
+            path, lambda: self.spark.sql(f"DELETE FROM {_table(path)}"), f"emptying {path}"
+        )
 
     def _local_path(self, path: str) -> str:
         return urlparse(path).path
@@ -233,12 +286,81 @@ class Storage:
         ).hold
 
 
-def merge_metrics(result: DataFrame | None) -> dict[str, int]:
-    """The counters of a MERGE (num_updated_rows, num_deleted_rows, ...) as a dict."""
-    if result is None:  # pragma: no cover - Delta versions before 3.x returned nothing
-        raise RuntimeError("this Delta version does not report MERGE metrics; use delta-spark 4.x")
-    row = result.first()
-    return {key: int(value or 0) for key, value in row.asDict().items()} if row else {}
+def target_prefix(path: str) -> str:
+    """How MERGE conditions name the target table's columns: `<path>`.name (Spark's own
+    `mergeInto` qualifies them by the table's name, which for a path table is the path)."""
+    return f"`{path}`."
+
+
+@dataclass
+class Merge:
+    """One MERGE, described once and run by Delta's Python API (classic sessions, which report
+    row counts) or by Spark's `DataFrame.mergeInto` (Spark Connect, which does not)."""
+
+    storage: Storage
+    path: str
+    source: DataFrame
+    on: Column
+    clauses: list[tuple[str, Column | None, dict[str, Column] | None]] = field(default_factory=list)
+
+    def update(self, values: dict[str, Column], condition: Column | None = None) -> Merge:
+        self.clauses.append(("update", condition, values))
+        return self
+
+    def delete(self, condition: Column | None = None) -> Merge:
+        self.clauses.append(("delete", condition, None))
+        return self
+
+    def insert(self, values: dict[str, Column] | None = None) -> Merge:
+        """Inserts unmatched source rows: `values`, or every column when None."""
+        self.clauses.append(("insert", None, values))
+        return self
+
+    def delete_unmatched(self, condition: Column | None = None) -> Merge:
+        """Deletes target rows that no source row matches."""
+        self.clauses.append(("delete_unmatched", condition, None))
+        return self
+
+    def execute(self) -> dict[str, int] | None:
+        """Runs the MERGE; its counters (num_updated_rows, ...) where the session reports them."""
+        if self.storage.connect:
+            self._spark_merge()
+            return None
+        target = DeltaTable.forPath(self.storage.spark, self.path).alias(self.path)
+        builder = target.merge(self.source, self.on)
+        for kind, condition, values in self.clauses:
+            if kind == "update":
+                builder = builder.whenMatchedUpdate(condition=condition, set=values)
+            elif kind == "delete":
+                builder = builder.whenMatchedDelete(condition=condition)
+            elif kind == "insert" and values is None:
+                builder = builder.whenNotMatchedInsertAll()
+            elif kind == "insert":
+                builder = builder.whenNotMatchedInsert(values=values)
+            else:
+                builder = builder.whenNotMatchedBySourceDelete(condition=condition)
+        row = builder.execute().first()
+        return {key: int(value or 0) for key, value in row.asDict().items()} if row else {}
+
+    def _spark_merge(self) -> None:
+        writer = self.source.mergeInto(_table(self.path), self.on)
+        for kind, condition, values in self.clauses:
+            if kind == "update":
+                writer = writer.whenMatched(condition).update(values)
+            elif kind == "delete":
+                writer = writer.whenMatched(condition).delete()
+            elif kind == "insert" and values is None:
+                writer = writer.whenNotMatched().insertAll()
+            elif kind == "insert":
+                writer = writer.whenNotMatched().insert(values)
+            else:
+                writer = writer.whenNotMatchedBySource(condition).delete()
+        writer.merge()
+
+
+def _table(path: str) -> str:
+    """A path table's SQL name; paths are ours and never contain a backtick (see Storage)."""
+    return f"delta.`{path}`"
 
 
 def in_list(column: str, values: list[int] | list[str]) -> Column:

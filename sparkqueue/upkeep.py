@@ -77,8 +77,10 @@ def keep_up(storage: Storage, location: str, settings: UpkeepSettings, now: date
     if storage.exists(claims):
         storage.transact(
             claims,
-            lambda: storage.delta(claims).delete(
-                F.col("handle_issued_at") < F.lit(now - CLAIMS_KEPT)
+            lambda: storage.change(
+                claims,
+                F.col("handle_issued_at") < F.lit(now - CLAIMS_KEPT),
+                ("claim_id", "message_id"),
             ),
             "trimming old receive_df claims",
         )
@@ -91,13 +93,11 @@ def keep_up(storage: Storage, location: str, settings: UpkeepSettings, now: date
 def tidy_table(storage: Storage, path: str, settings: UpkeepSettings) -> None:
     """Retention settings (only when changed: a metadata commit aborts everyone), OPTIMIZE, VACUUM."""
     wanted = settings.table_properties()
-    current = storage.delta(path).detail().select("properties").first()
+    current = storage.detail(path).select("properties").first()
     have = dict(current["properties"] or {}) if current else {}
     if any(have.get(key) != value for key, value in wanted.items()):
         storage.set_properties(path, wanted)
+    storage.transact(path, lambda: storage.optimize(path), f"compacting {path}")
     storage.transact(
-        path, lambda: storage.delta(path).optimize().executeCompaction(), f"compacting {path}"
-    )
-    storage.transact(
-        path, lambda: storage.delta(path).vacuum(settings.file_retention_hours), f"vacuuming {path}"
+        path, lambda: storage.vacuum(path, settings.file_retention_hours), f"vacuuming {path}"
     )

@@ -1,4 +1,5 @@
-"""Real Spark servers for tests: a standalone master and worker, started from the installed pyspark."""
+"""Real Spark servers for tests, started from the installed pyspark: a standalone master and
+worker, and a Spark Connect server with Delta Lake."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pyspark
+
+from sparkqueue.session import DELTA_CATALOG, DELTA_EXTENSION, delta_maven_coordinate
 
 SPARK_HOME = Path(pyspark.__file__).parent
 
@@ -71,3 +74,27 @@ def standalone_cluster(work: Path, *, cores: int = 2, memory: str = "2g") -> Ite
         daemon(worker, work / "worker.log", "Successfully registered with master", env),
     ):
         yield url
+
+
+@contextmanager
+def connect_server(work: Path) -> Iterator[str]:
+    """A Spark Connect server (local[2]) with Delta's SQL extension and catalog; yields its URL."""
+    work.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    conf = {
+        "spark.master": "local[2]",
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.sql.extensions": DELTA_EXTENSION,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.ui.enabled": "false",
+    }
+    args = [str(SPARK_HOME / "bin" / "spark-submit"), "--packages", delta_maven_coordinate()]
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    args += ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    with daemon(args, work / "connect.log", "Spark Connect server started", spark_env(work)):
+        yield f"sc://127.0.0.1:{port}"

@@ -12,6 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def readme_examples() -> list[str]:
+    """The README's ```python blocks (```py marks the few that need a remote server)."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
 

@@ -247,7 +247,7 @@ def test_each_pass_records_metrics_and_upkeep_runs_on_its_cadence(broker, clock,
         ("plain", 2, 0, 0, False),
     ]
     assert all(r.active_files >= 1 and r.duration_seconds > 0 for r in rows)
-    properties = broker.storage.delta(work._record().location).detail().first()["properties"]
+    properties = broker.storage.detail(work._record().location).first()["properties"]
     assert properties["delta.logRetentionDuration"] == "interval 36 hours"
     assert metrics.where(F.col("upkeep")).count() == 1
 
