@@ -131,28 +131,33 @@ def _run(
     interval: float,
     sink: str | None,
 ) -> BatchResult | None:
-    """Runs the handler under a heartbeat and deletes what it finished; None when it raised."""
-    outcome = BatchResult()
-    held = list(batch.handles.values())
-    beating = queue.heartbeat(held, visibility_timeout=timeout, interval=interval)
+    """Runs the handler under a heartbeat, then deletes what it finished; None when it raised.
+
+    The delete waits for the heartbeat to stop: each beat is a MERGE on the same rows, and a
+    delete racing a fast heartbeat could lose every retry to it.
+    """
+    finished: list[str] = []
+    beating = queue.heartbeat(
+        list(batch.handles.values()), visibility_timeout=timeout, interval=interval
+    )
     try:
         with beating if timeout else nullcontext():  # a zero timeout has nothing to extend
             result = handler(batch.frame)
             if sink is None:
                 finished = _succeeded(batch, result)
-                outcome = queue.delete_batch(finished) if finished else outcome
             elif isinstance(result, DataFrame):
-                outcome = queue.write_once(batch.frame, result, sink)
+                queue._broker.write_once(result, sink)
+                finished = list(batch.handles.values())
             else:
                 raise InvalidParameterValue(
                     "with sink=..., the handler must return the DataFrame of results to write"
                 )
-    except HeartbeatFailed as error:  # the batch was finished; `outcome` says what was deleted
+    except HeartbeatFailed as error:  # the batch was finished; the delete reports what was lost
         log.warning("queue %r: %s", queue.name, error)
     except Exception:
         log.exception("queue %r: the handler failed; the batch will be received again", queue.name)
         return None
-    return outcome
+    return queue.delete_batch(finished) if finished else BatchResult()
 
 
 def _succeeded(batch: _Batch, result: DataFrame | None) -> list[str]:
