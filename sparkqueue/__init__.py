@@ -6,10 +6,12 @@ from .message import BatchResult, Message, QueueStats
 from .queue import Queue
 from .redrive import RedriveReport
 from .session import spark_session
+from .worker import ConsumeReport
 
 __all__ = [
     "BatchResult",
     "Broker",
+    "ConsumeReport",
     "Message",
     "Queue",
     "QueueStats",

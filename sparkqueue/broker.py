@@ -16,7 +16,7 @@ from .handles import new_token
 from .queue import Queue
 from .redrive import METRICS_SCHEMA, Redrive, RedriveReport, RedriveSettings, metrics_path
 from .registry import QueueRecord, Registry
-from .sink import write_once
+from .sink import check_sink, write_once
 from .storage import MESSAGE_SCHEMA, QUEUE_TABLE_PROPERTIES, Storage
 from .transactions import RetryPolicy
 
@@ -137,9 +137,7 @@ class Broker:
         """Appends to the Delta table `sink` the rows whose `key` it lacks; returns rows written
         (None over Spark Connect). Keyed by message id, a redelivered message's results are never
         written twice."""
-        if not isinstance(sink, str) or not sink.strip():
-            raise InvalidParameterValue(f"sink must be the path of a Delta table, got {sink!r}")
-        return write_once(self.storage, results, sink, key=key)
+        return write_once(self.storage, results, check_sink(sink), key=key)
 
     # -- used by Queue --------------------------------------------------------------------------
 

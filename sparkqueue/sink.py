@@ -15,6 +15,15 @@ from .errors import InvalidParameterValue
 from .storage import Storage, target_prefix
 
 
+def check_sink(sink: object) -> str:
+    """A sink is a Delta table path; backticks are refused because paths are quoted with them."""
+    if not isinstance(sink, str) or not sink.strip() or "`" in sink:
+        raise InvalidParameterValue(
+            f"sink must be the path of a Delta table, without backticks; got {sink!r}"
+        )
+    return sink
+
+
 def write_once(
     storage: Storage, results: DataFrame, path: str, *, key: str = "message_id"
 ) -> int | None:

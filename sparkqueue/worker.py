@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from .attributes import check_int
 from .errors import HeartbeatFailed, InvalidParameterValue
 from .message import BatchResult
+from .sink import check_sink
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -73,8 +74,8 @@ def consume(
     _check_seconds("poll_interval", poll_interval, allow_zero=True)
     if heartbeat_interval is not None:
         _check_seconds("heartbeat_interval", heartbeat_interval, allow_zero=False)
-    if sink is not None and (not isinstance(sink, str) or not sink.strip()):
-        raise InvalidParameterValue(f"sink must be the path of a Delta table, got {sink!r}")
+    if sink is not None:
+        check_sink(sink)
     timeout = (
         queue.attributes["visibility_timeout"] if visibility_timeout is None else visibility_timeout
     )

@@ -146,6 +146,7 @@ def test_bad_worker_arguments_are_rejected_before_anything_is_received(queue, sp
         {"heartbeat_interval": 0},
         {"visibility_timeout": 43_201},
         {"sink": ""},
+        {"sink": "/tmp/`results`"},
     ]
     for arguments in bad:
         handler = arguments.pop("handler", lambda batch: None)
