@@ -19,3 +19,15 @@ def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path
     assert json.loads((tmp_path / "bench.json").read_text())["sizes"]["messages"] == 2_000
     assert (tmp_path / "bench.png").stat().st_size > 0
     assert "redrive pass" in capsys.readouterr().out
+
+
+def test_only_runs_the_scenarios_named(spark, tmp_path, capsys):
+    results = main(
+        ["--smoke", "--only", "redrive", "--out", str(tmp_path), "--root", str(tmp_path / "r")]
+    )
+
+    assert results["redrive"]["released"] == 100
+    assert not {"bulk", "latency", "load_alone"} & results.keys()
+    printed = capsys.readouterr().out
+    assert "redrive pass" in printed and "enqueue" not in printed
+    assert (tmp_path / "bench.png").stat().st_size > 0
