@@ -299,8 +299,8 @@ class Queue:
         now: datetime,
         values: dict[str, Column],
     ) -> list[str]:
-        """A standard queue's claim: one UPDATE of the candidates still as read (about twice as
-        fast as a MERGE for a few rows); the handles the table then holds say which were won."""
+        """A standard queue's claim: one UPDATE of the candidates still as read (a one-row UPDATE
+        is about half a one-row MERGE here); the handles the table then holds say who won."""
         shards = [row.shard for row in candidates]
         ids = [row.message_id for row in candidates]
         as_read = F.concat_ws(":", "message_id", F.col("receive_count").cast("string")).isin(
