@@ -65,7 +65,7 @@ QUEUE_TABLE_PROPERTIES = {
 
 # Single-message operations are a few tiny queries whose literals (now, ids, handles) change every
 # call, so compiled code is never reused; interpreting them was ~30% faster per receive and delete,
-# while bulk work (send_df, receive_df, redrive) is 2-3x faster compiled. See README "Performance".
+# while bulk work (send_df, receive_df, redrive) is 2-3x faster compiled. See README "Measured".
 INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
