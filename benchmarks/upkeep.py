@@ -13,8 +13,8 @@ import tempfile
 import time
 
 from sparkqueue import Broker, spark_session
-from sparkqueue.redrive import Redrive, RedriveSettings
-from sparkqueue.upkeep import UpkeepSettings
+from sparkqueue.services.redrive import Redrive
+from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
 
 
 def folder_stats(path: str) -> tuple[int, int, int]:
@@ -44,8 +44,8 @@ def main() -> None:
             upkeep_every_seconds=1, file_retention_hours=1, log_retention_hours=1
         )
     )
-    redrive = Redrive(broker, settings)
-    table = queue._record().location.removeprefix("file:")
+    redrive = Redrive(broker.context, settings)
+    table = broker.context.record(queue.name).location.removeprefix("file:")
     print("pass  active_files  data_files_on_disk  log_files  log_kib  pass_s")
     for number in range(args.passes):
         queue.send_df(spark.range(args.messages).selectExpr("cast(id as string) as body"))
@@ -54,7 +54,7 @@ def main() -> None:
         time.sleep(1.1)  # the undeleted tenth times out (1 s visibility) and is released
         started = time.monotonic()
         report = redrive.run(["steady"])
-        detail = broker.storage.detail(queue._record().location).first()
+        detail = broker.storage.detail(broker.context.record(queue.name).location).first()
         data, log_files, log_bytes = folder_stats(table)
         print(
             f"{number:>4}  {detail['numFiles']:>12}  {data:>18}  {log_files:>9}"

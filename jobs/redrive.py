@@ -9,7 +9,8 @@ import signal
 import threading
 
 from sparkqueue import Broker, spark_session
-from sparkqueue.redrive import RedriveSettings, run_schedule
+from sparkqueue.services.redrive import run_schedule
+from sparkqueue.services.settings import RedriveSettings
 
 
 def main() -> None:
@@ -33,7 +34,8 @@ def main() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     queues = args.queues.split(",") if args.queues else None
-    run_schedule(Broker(spark_session(), root), settings, queues=queues, once=args.once, stop=stop)
+    broker = Broker(spark_session(), root)
+    run_schedule(broker.context, settings, queues=queues, once=args.once, stop=stop)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,9 @@
 
 from . import errors
 from .broker import Broker
-from .message import BatchResult, Message, QueueStats
+from .model import BatchResult, ConsumeReport, Message, QueueStats, RedriveReport
 from .queue import Queue
-from .redrive import RedriveReport
 from .session import spark_session
-from .worker import ConsumeReport
 
 __all__ = [
     "BatchResult",

@@ -215,7 +215,7 @@ def run(
 
 
 def table(results: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(what, figure, bar) rows for the README and the console, for the scenarios that ran."""
+    """(what, figure, bar) rows for docs/performance.md and the console, for the scenarios that ran."""
     rows: list[tuple[str, str, str]] = []
     if "bulk" in results:
         bulk_ = results["bulk"]

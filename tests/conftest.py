@@ -1,31 +1,16 @@
-"""One local Spark session for the whole run; a fresh broker on a fresh folder for every test."""
+"""Marks every test under tests/integration as `spark` (it needs a JVM): `pytest -m "not spark"`
+runs the JVM-free unit tests alone, in seconds."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from pyspark.sql import SparkSession
 
-from sparkqueue import Broker, spark_session
-from sparkqueue.testing import FakeClock
+INTEGRATION = Path(__file__).with_name("integration")
 
 
-@pytest.fixture(scope="session")
-def spark() -> SparkSession:
-    session = spark_session()
-    yield session
-    session.stop()
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def broker(spark: SparkSession, tmp_path, clock: FakeClock) -> Broker:
-    return Broker(spark, str(tmp_path / "root"), clock=clock)
-
-
-@pytest.fixture
-def queue(broker: Broker):
-    return broker.create_queue("work")
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if INTEGRATION in Path(item.path).parents:
+            item.add_marker(pytest.mark.spark)

@@ -1,0 +1,133 @@
+"""Deleting received messages by receipt handle: one, a batch, or a whole DataFrame of them.
+
+Only a row that still holds the given handle is deleted (FIFO: turned into a deduplication
+tombstone); a handle superseded by a later receive or a release deletes nothing.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..errors import InvalidParameterValue, ReceiptHandleIsInvalid
+from ..model import BatchResult
+from ..rules import handles
+from ..rules.handles import HandleRef
+from ..store.dml import in_list, target_prefix
+from ..store.registry import QueueRecord
+from . import fifo
+from .claim import keyed_merge
+from .context import QueueContext
+
+
+def delete(ctx: QueueContext, name: str, receipt_handle: str) -> None:
+    record = ctx.record(name)
+    ref = handles.parse(record.secret, receipt_handle)
+    if delete_refs(ctx, record, [ref]):
+        raise ReceiptHandleIsInvalid(
+            f"receipt handle for message {ref.message_id} is no longer valid: a later receive"
+            " or a release superseded it; use the handle of the latest receive"
+        )
+
+
+def delete_batch(ctx: QueueContext, name: str, receipt_handles: list[str]) -> BatchResult:
+    """One transaction for every valid handle; each handle's own outcome."""
+    record = ctx.record(name)
+    refs: dict[str, HandleRef] = {}
+    failed: dict[str, str] = {}
+    for handle in dict.fromkeys(receipt_handles):
+        try:
+            refs[handle] = handles.parse(record.secret, handle)
+        except ReceiptHandleIsInvalid:
+            failed[handle] = ReceiptHandleIsInvalid.code
+    if refs:
+        superseded = delete_refs(ctx, record, list(refs.values()))
+        failed.update(
+            {h: ReceiptHandleIsInvalid.code for h, r in refs.items() if r.message_id in superseded}
+        )
+    return BatchResult(successful=[h for h in refs if h not in failed], failed=failed)
+
+
+def delete_refs(ctx: QueueContext, record: QueueRecord, refs: list[HandleRef]) -> set[str]:
+    """Deletes the rows that still hold these handles (a DELETE on literal shards, ids and
+    handles: no join); returns the ids still present, whose handles were superseded."""
+    shards = [ref.shard for ref in refs]
+    ids = [ref.message_id for ref in refs]
+    rows = (
+        in_list("shard", shards)
+        & in_list("message_id", ids)
+        & in_list("receipt_handle", [ref.handle for ref in refs])
+    )
+    storage = ctx.storage
+    storage.transact(
+        record.location,
+        lambda: storage.change(
+            record.location, rows, ("shard", "message_id"), fifo.retire(record.attributes)
+        ),
+        f"deleting from {record.name!r}",
+    )
+    return present(ctx, record, shards, ids)
+
+
+def delete_df(ctx: QueueContext, name: str, df: DataFrame) -> BatchResult:
+    """Deletes the messages whose handles are in `df.receipt_handle`, in one transaction."""
+    record = ctx.record(name)
+    parsed = (
+        df.select(F.col("receipt_handle").cast("string").alias("receipt_handle"))
+        .distinct()
+        .withColumns(handles.parse_columns(record.secret, F.col("receipt_handle")))
+        .persist()  # parsed and checked once, for the driver's list and for the MERGE
+    )
+    try:
+        rows = parsed.collect()
+        if any(row.receipt_handle is None for row in rows):
+            raise InvalidParameterValue("delete_df: the receipt_handle column contains nulls")
+        valid = [row for row in rows if row.valid]
+        shards = sorted({row.shard for row in valid})
+        still_there: set[str] = set()
+        if valid:
+            source = parsed.where("valid").select("message_id", "receipt_handle")
+            if not _delete_matching(ctx, record, source, shards, len(valid)):
+                still_there = present(ctx, record, shards, [row.message_id for row in valid])
+    finally:
+        parsed.unpersist()
+    failed = {row.receipt_handle: ReceiptHandleIsInvalid.code for row in rows if not row.valid}
+    failed.update(
+        {
+            row.receipt_handle: ReceiptHandleIsInvalid.code
+            for row in valid
+            if row.message_id in still_there
+        }
+    )
+    successful = [row.receipt_handle for row in valid if row.receipt_handle not in failed]
+    return BatchResult(successful=successful, failed=failed)
+
+
+def _delete_matching(
+    ctx: QueueContext, record: QueueRecord, source: DataFrame, shards: list[int], expected: int
+) -> bool:
+    """Deletes rows whose message id AND current handle match `source`; True when the commit
+    says it deleted all `expected` (else the caller looks which are left)."""
+
+    def attempt() -> bool:
+        t = target_prefix(record.location)
+        merge = keyed_merge(
+            ctx, record, source, shards, F.col(f"{t}receipt_handle") == F.col("s.receipt_handle")
+        )
+        # FIFO: the deduplication id outlives the message, as a tombstone.
+        fifo_queue = record.attributes.fifo
+        merge = merge.update(fifo.tombstone_values(t)) if fifo_queue else merge.delete()
+        return merge.execute().all_of(expected)
+
+    return ctx.storage.transact(record.location, attempt, f"deleting from {record.name!r}")
+
+
+def present(ctx: QueueContext, record: QueueRecord, shards: list[int], ids: list[str]) -> set[str]:
+    """Which of these messages are still in the queue (not deleted, not moved)."""
+    rows = (
+        ctx.read(record)
+        .where(in_list("shard", shards) & F.col("message_id").isin(ids))
+        .select("message_id")
+        .collect()
+    )
+    return {row.message_id for row in rows}

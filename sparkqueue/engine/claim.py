@@ -1,0 +1,241 @@
+"""Receiving: claim visible messages in one optimistic transaction, issuing new receipt handles.
+
+A standard queue's claim is one UPDATE of the candidates still as they were read, pruned to
+literal shards; the handles the table then holds say which claims won. A FIFO claim is one MERGE
+that fails whole if any claimed row changed, so that no group is ever half-claimed (see fifo.py).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ..attributes import QueueAttributes
+from ..clock import from_micros
+from ..errors import OverLimit
+from ..limits import CANDIDATE_SLACK, LONG_POLL_INTERVAL_SECONDS
+from ..model import Message
+from ..rules import handles
+from ..store.dml import Merge, in_list, target_prefix
+from ..store.registry import QueueRecord
+from . import fifo
+from .conditions import claimable
+from .context import QueueContext
+from .inflight import gauge
+
+_COLLECTED_NAMES = ("shard", "message_id", "body", "attributes", "group_id", "deduplication_id",
+                    "sequence_number", "receive_count")  # fmt: skip
+
+
+def receive(
+    ctx: QueueContext,
+    name: str,
+    max_messages: int,
+    visibility_timeout: int | None,
+    wait_time_seconds: int,
+) -> list[Message]:
+    """Claims up to `max_messages`; long polls for up to `wait_time_seconds` when none is there."""
+    deadline = time.monotonic() + wait_time_seconds
+    while True:
+        try:
+            messages = claim(ctx, ctx.record(name), max_messages, visibility_timeout)
+        except OverLimit:
+            if not wait_time_seconds:
+                raise
+            messages = []
+        remaining = deadline - time.monotonic()
+        if messages or remaining <= 0:
+            return messages
+        time.sleep(min(LONG_POLL_INTERVAL_SECONDS, remaining))
+
+
+def claim(
+    ctx: QueueContext, record: QueueRecord, max_messages: int, visibility_timeout: int | None
+) -> list[Message]:
+    """One claim transaction (retried on conflicts) within the queue's in-flight limit."""
+    attrs = record.attributes
+    in_flight = gauge(record.location, attrs.fifo)
+
+    def attempt() -> list[Message]:
+        now = ctx.now()
+        granted = in_flight.reserve(
+            max_messages, lambda: count_in_flight(ctx, record, now), f"queue {record.name!r}"
+        )
+        won: list[str] = []
+        try:
+            candidates = _candidates(ctx, record, now, granted)
+            if not candidates:
+                return []
+            token = handles.new_token()
+            claims = {
+                row.message_id: (
+                    row,
+                    handles.issue(record.secret, token, row.shard, row.message_id),
+                )
+                for row in candidates
+            }
+            timeout = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
+            values = claim_values(now, now + timedelta(seconds=timeout))
+            if attrs.fifo:
+                won = _claim_groups(ctx, record, claims, now, values)
+            else:
+                won = _claim_rows(ctx, record, token, candidates, now, values)
+        finally:
+            in_flight.settle(granted, len(won))
+        messages = [_message(claims[i][0], claims[i][1], now) for i in won]
+        if attrs.fifo:  # each group's messages in order
+            messages.sort(key=lambda m: m.sequence_number or 0)
+        return messages
+
+    return ctx.storage.transact(record.location, attempt, f"receiving from {record.name!r}")
+
+
+def count_in_flight(ctx: QueueContext, record: QueueRecord, now: datetime) -> int:
+    return (
+        ctx.storage.read(record.location)
+        .where(F.col("receipt_handle").isNotNull() & (F.col("visible_at") > F.lit(now)))
+        .count()
+    )
+
+
+def _candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: int) -> list[Any]:
+    """Visible messages to try, preferring one random shard so receivers rarely collide."""
+    if record.attributes.fifo:  # group prefixes, groups in an order of this receive's own
+        salt = handles.new_token()
+        deliverable = fifo.deliverable(ctx.read(record), now, record.attributes, salt)
+        return deliverable.select(*_collected_columns()).limit(wanted).collect()
+    shards = record.attributes.shards
+    nearness = F.pmod(F.col("shard") - random.randrange(shards), F.lit(shards))
+    found = (
+        ctx.read(record)
+        .where(claimable(now, record.attributes))
+        .orderBy(nearness)  # one query; a random first shard, then the next ones
+        .select(*_collected_columns())
+        .limit(wanted + CANDIDATE_SLACK)
+        .collect()
+    )
+    return random.sample(found, min(len(found), wanted))
+
+
+def _claim_rows(
+    ctx: QueueContext,
+    record: QueueRecord,
+    token: str,
+    candidates: list[Any],
+    now: datetime,
+    values: dict[str, Column],
+) -> list[str]:
+    """A standard queue's claim: one UPDATE of the candidates still as read (a one-row UPDATE
+    is about half a one-row MERGE here); the handles the table then holds say who won."""
+    shards = [row.shard for row in candidates]
+    ids = [row.message_id for row in candidates]
+    as_read = F.concat_ws(":", "message_id", F.col("receive_count").cast("string")).isin(
+        [f"{row.message_id}:{row.receive_count}" for row in candidates]
+    )
+    rows = in_list("shard", shards) & in_list("message_id", ids) & as_read
+    handle = handles.issue_column(record.secret, token, F.col("shard"), F.col("message_id"))
+    ctx.storage.change(
+        record.location,
+        rows & claimable(now, record.attributes),
+        ("shard", "message_id"),
+        {**values, "receipt_handle": handle},
+    )
+    mine = ctx.read(record).where(
+        in_list("shard", shards) & in_list("message_id", ids) & (F.col("receipt_handle") == handle)
+    )
+    return [row.message_id for row in mine.select("message_id").collect()]
+
+
+def _claim_groups(
+    ctx: QueueContext,
+    record: QueueRecord,
+    claims: dict[str, tuple[Any, str]],
+    now: datetime,
+    values: dict[str, Column],
+) -> list[str]:
+    """A FIFO claim: one MERGE that fails whole if any row changed, so no group is split."""
+    shards = [row.shard for row, _ in claims.values()]
+    source = ctx.storage.spark.createDataFrame(
+        [(row.message_id, row.receive_count, h) for row, h in claims.values()],
+        "message_id string, expected_count int, receipt_handle string",
+    )
+    merge = claim_update(
+        keyed_merge(ctx, record, source, shards),
+        now,
+        record.attributes,
+        {**values, "receipt_handle": F.col("s.receipt_handle")},
+    )
+    if merge.execute().all_of(len(claims)):
+        return list(claims)
+    mine = ctx.read(record).where(
+        in_list("shard", shards) & F.col("receipt_handle").isin([h for _, h in claims.values()])
+    )
+    return [row.message_id for row in mine.select("message_id").collect()]
+
+
+def keyed_merge(
+    ctx: QueueContext,
+    record: QueueRecord,
+    source: Any,
+    shards: list[int],
+    extra: Column | None = None,
+) -> Merge:
+    """A MERGE keyed by message id and pruned to literal shards, so it conflicts only there."""
+    t = target_prefix(record.location)
+    condition = in_list(f"{t}shard", shards) & (F.col(f"{t}message_id") == F.col("s.message_id"))
+    if extra is not None:
+        condition = condition & extra
+    return ctx.storage.merge(record.location, source, condition)
+
+
+def claim_update(
+    merge: Merge, now: datetime, attrs: QueueAttributes, values: dict[str, Column]
+) -> Merge:
+    """Standard queues skip rows claimed meanwhile; FIFO fails the whole MERGE, so that no group
+    is ever half-claimed (see fifo.py)."""
+    t = target_prefix(merge.path)
+    unchanged = claimable(now, attrs, t) & (F.col(f"{t}receive_count") == F.col("s.expected_count"))
+    if not attrs.fifo:
+        return merge.update(values, unchanged)
+    guarded = {**values, "receipt_handle": fifo.unless_stale(unchanged, values["receipt_handle"])}
+    return merge.update(guarded)
+
+
+def claim_values(now: datetime, visible_at: datetime) -> dict[str, Column]:
+    """What a claim writes besides the new handle (columns unqualified: UPDATE and FIFO MERGE
+    both resolve them against the target)."""
+    return {
+        "visible_at": F.lit(visible_at),
+        "receive_count": F.col("receive_count") + 1,
+        "first_received_at": F.coalesce(F.col("first_received_at"), F.lit(now)),
+        "handle_issued_at": F.lit(now),
+    }
+
+
+def _collected_columns() -> list[str | Column]:
+    """What the driver fetches of a candidate: timestamps as exact epoch microseconds."""
+    return [
+        *_COLLECTED_NAMES,
+        F.unix_micros("sent_at").alias("sent_at_us"),
+        F.unix_micros("first_received_at").alias("first_received_at_us"),
+    ]
+
+
+def _message(row: Any, receipt_handle: str, now: datetime) -> Message:
+    return Message(
+        message_id=row.message_id,
+        body=row.body,
+        attributes=dict(row.attributes or {}),
+        receipt_handle=receipt_handle,
+        receive_count=row.receive_count + 1,
+        sent_at=from_micros(row.sent_at_us),  # type: ignore[arg-type]
+        first_received_at=from_micros(row.first_received_at_us) or now,
+        group_id=row.group_id,
+        deduplication_id=row.deduplication_id,
+        sequence_number=row.sequence_number,
+    )

@@ -1,0 +1,181 @@
+"""FIFO queues: ordered message groups, one receiver per group at a time, and deduplication.
+
+How the rules map onto Delta:
+
+- Order. FIFO tables turn on Delta row tracking; a message's sequence number is its row id, which
+  Delta assigns when the send commits: increasing in commit order across producers, and in row
+  order within a commit because every FIFO send writes a single file sorted by entry order.
+- Sends stay blind appends to one random shard, as on standard queues, so a producer only aborts
+  a consumer whose claim touches that shard; nothing a FIFO producer does reads the table first.
+- One receiver per group. A receive claims, for each group it takes, a prefix that starts at the
+  group's head, and only from groups with nothing in flight. Any other claim on the same group
+  must change that head row too, so two claims of one group always collide on it: either Delta
+  rejects the later commit, or (when the other claim committed before this one's MERGE began)
+  a guard in the MERGE finds a claimed row changed since it was read and fails the whole MERGE,
+  which then commits nothing and is retried on a fresh read. A group is never half-claimed.
+- Deduplication. A row whose deduplication id was used by an earlier row (in sequence order)
+  sent less than five minutes before it is a duplicate: never delivered, never counted, removed
+  by the redrive job. Deleting or moving a FIFO message leaves a tombstone (the row, emptied, in
+  shard -1) so its id still deduplicates for the rest of the window. Because the check happens
+  when reading, two producers sending the same id at the same moment still yield one delivery.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from ..attributes import QueueAttributes
+from ..limits import DEDUPLICATION_WINDOW, TOMBSTONE_LIFETIME
+from ..store.dml import in_list, target_prefix
+from ..store.schema import ATTRIBUTES_TYPE
+from ..store.storage import Storage
+from ..store.transactions import STALE_READ_MARKER
+from .conditions import TOMBSTONE_SHARD, alive, claimable, due, is_message
+
+ENTRY_ORDER = "_entry"  # a send's own row order, used once to lay its rows out in the file
+
+
+def sequenced(table: DataFrame) -> DataFrame:
+    """The table with each row's sequence number: its Delta row id."""
+    return table.withColumn("sequence_number", F.col("_metadata.row_id"))
+
+
+def deduplication_column(body: Column, given: Column, attrs: QueueAttributes) -> Column:
+    """`send_df`'s deduplication ids: the given column, else (content-based) the body's SHA-256."""
+    if attrs.content_based_deduplication:
+        return F.coalesce(given, F.sha2(body, 256))
+    return given
+
+
+def in_entry_order(rows: DataFrame) -> DataFrame:
+    """One file sorted by the `ENTRY_ORDER` column, so the commit gives row ids in that order."""
+    return rows.coalesce(1).sortWithinPartitions("shard", ENTRY_ORDER).drop(ENTRY_ORDER)
+
+
+def with_duplicates_flagged(table: DataFrame) -> DataFrame:
+    """Adds `duplicate` and `original_id` (the accepted message it repeats) to a sequenced table.
+
+    A row is accepted when no accepted row with its deduplication id was sent in the five minutes
+    before it; each row replays its id's short history to find the accepted row it falls under.
+    """
+    history = F.collect_list(
+        F.struct(F.unix_micros("sent_at").alias("sent"), F.col("message_id").alias("id"))
+    ).over(
+        Window.partitionBy("deduplication_id")
+        .orderBy("sequence_number")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    window_us = _micros(DEDUPLICATION_WINDOW)
+    accepted = F.aggregate(
+        history,
+        F.struct(F.lit(None).cast("long").alias("sent"), F.lit(None).cast("string").alias("id")),
+        lambda last, row: F.when(
+            last["sent"].isNull() | (row["sent"] - last["sent"] >= window_us), row
+        ).otherwise(last),
+    )["id"]
+    return table.withColumn("original_id", accepted).withColumn(
+        "duplicate",
+        F.col("deduplication_id").isNotNull() & (F.col("original_id") != F.col("message_id")),
+    )
+
+
+def deliverable(table: DataFrame, now: datetime, attrs: QueueAttributes, salt: str) -> DataFrame:
+    """What a FIFO receive may claim: group prefixes, ordered so any limit keeps them prefixes.
+
+    Groups come in an order shuffled by `salt`, so concurrent receivers start on different groups.
+    """
+    group = Window.partitionBy("group_id")
+    held = F.col("receipt_handle").isNotNull() & ~due(now)
+    messages = with_duplicates_flagged(table).where(alive(now, attrs) & ~F.col("duplicate"))
+    return (
+        messages.withColumns({"_ok": claimable(now, attrs), "_held": held.cast("int")})
+        .withColumns(
+            {
+                "_blocked": F.max("_held").over(group) > 0,
+                "_stop": F.min(F.when(~F.col("_ok"), F.col("sequence_number"))).over(group),
+            }
+        )
+        .where(
+            F.col("_ok")
+            & ~F.col("_blocked")
+            & (F.col("_stop").isNull() | (F.col("sequence_number") < F.col("_stop")))
+        )
+        .orderBy(F.xxhash64("group_id", F.lit(salt)), "sequence_number")
+        .drop("_ok", "_held", "_blocked", "_stop", "duplicate", "original_id")
+    )
+
+
+def unless_stale(still_valid: Column, value: Column) -> Column:
+    """`value` while the row is as the claim read it; otherwise the whole MERGE fails uncommitted."""
+    return F.when(still_valid, value).otherwise(F.raise_error(F.lit(STALE_READ_MARKER)))
+
+
+def originals(table: DataFrame, sent: dict[str, str]) -> dict[str, str]:
+    """For each just-sent message id (mapped to its deduplication id), the id of the accepted
+    message it counts as: itself, or the earlier one it repeats."""
+    rows = (
+        with_duplicates_flagged(table.where(F.col("deduplication_id").isin(set(sent.values()))))
+        .select("message_id", "deduplication_id", "original_id", "sequence_number")
+        .orderBy("sequence_number")
+        .collect()
+    )
+    found = {row.message_id: row.original_id for row in rows}
+    # A duplicate the redrive job already dropped: the id's latest accepted message stands for it.
+    latest = {row.deduplication_id: row.original_id for row in rows}
+    return {
+        message_id: found.get(message_id) or latest.get(dedup_id, message_id)
+        for message_id, dedup_id in sent.items()
+    }
+
+
+def tombstone_values(prefix: str = "") -> dict[str, Column]:
+    """An emptied row in the tombstone shard that keeps its id, deduplication id and send time."""
+    sent_us = F.unix_micros(f"{prefix}sent_at")
+    return {
+        "shard": F.lit(TOMBSTONE_SHARD),
+        "body": F.lit(""),
+        "attributes": F.lit(None).cast(ATTRIBUTES_TYPE),
+        "receipt_handle": F.lit(None).cast("string"),
+        "visible_at": F.timestamp_micros(sent_us + _micros(TOMBSTONE_LIFETIME)),
+        "handle_issued_at": F.lit(None).cast("timestamp"),
+    }
+
+
+def retire(attrs: QueueAttributes) -> dict[str, Column] | None:
+    """How a queue's table lets go of rows (Storage.change_where values): FIFO keeps tombstones,
+    standard deletes."""
+    return tombstone_values() if attrs.fifo else None
+
+
+def drop_duplicates(storage: Storage, location: str) -> int:
+    """Deletes duplicates (never delivered, never received) from a FIFO table; returns how many."""
+
+    def attempt() -> int:
+        found = (
+            with_duplicates_flagged(sequenced(storage.read(location)))
+            .where(F.col("duplicate") & is_message() & F.col("receipt_handle").isNull())
+            .select("shard", "message_id")
+            .collect()
+        )
+        if not found:
+            return 0
+        source = storage.spark.createDataFrame(
+            [(row.message_id,) for row in found], "message_id string"
+        )
+        t = target_prefix(location)
+        match = (
+            in_list(f"{t}shard", [row.shard for row in found])
+            & (F.col(f"{t}message_id") == F.col("s.message_id"))
+            & F.col(f"{t}receipt_handle").isNull()
+        )
+        storage.merge(location, source, match).delete().execute()
+        return len(found)
+
+    return storage.transact(location, attempt, f"dropping duplicates from {location}")
+
+
+def _micros(span: timedelta) -> int:
+    return int(span.total_seconds() * 1_000_000)

@@ -1,0 +1,81 @@
+"""Creating and deleting queues so that a crash at any point leaves nothing behind for good.
+
+A queue is registered before its table is created, and its tables are dropped before it is
+unregistered: a crash in between leaves a registered queue whose table is missing or half gone,
+which the next `create_queue` or `get_queue` of that name completes (creating the table) and the
+next `delete_queue` finishes. No table is ever left that the registry does not name.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from ..attributes import QueueAttributes
+from ..errors import InvalidParameterValue, QueueAlreadyExists, QueueDoesNotExist
+from ..rules.handles import new_token
+from ..store.registry import QueueRecord
+from ..store.schema import (
+    FIFO_TABLE_PROPERTIES,
+    MESSAGE_PARTITIONING,
+    MESSAGE_SCHEMA,
+    QUEUE_TABLE_PROPERTIES,
+)
+from .context import QueueContext
+
+
+def create_queue(ctx: QueueContext, name: str, attributes: QueueAttributes) -> None:
+    """Creates the queue, or accepts it when it exists with exactly these attributes."""
+    existing = ctx.registry.get(name, fresh=True)
+    if existing is None:
+        check_dead_letter_queue(ctx, name, attributes)
+        location = ctx.storage.path("queues", f"{name}-{uuid.uuid4().hex[:12]}")
+        record = QueueRecord(name, attributes, new_token(), location)
+        if ctx.registry.insert_if_absent(record):
+            ensure_table(ctx, record)
+            return
+        existing = ctx.registry.get(name, fresh=True)  # lost a race to a concurrent create
+        if existing is None:
+            raise QueueAlreadyExists(f"queue {name!r} was created and deleted concurrently; retry")
+    if existing.attributes != attributes:
+        raise QueueAlreadyExists(
+            f"queue {name!r} already exists with different attributes:"
+            f" {existing.attributes.difference(attributes)}"
+        )
+    ensure_table(ctx, existing)
+
+
+def ensure_table(ctx: QueueContext, record: QueueRecord) -> None:
+    """The queue's table, created if a crash left the queue registered without it (once per
+    process and table; afterwards free)."""
+    properties = FIFO_TABLE_PROPERTIES if record.attributes.fifo else QUEUE_TABLE_PROPERTIES
+    ctx.storage.ensure_table(
+        record.location, MESSAGE_SCHEMA, partition_by=MESSAGE_PARTITIONING, properties=properties
+    )
+
+
+def delete_queue(ctx: QueueContext, name: str) -> None:
+    """Drops the queue's tables (messages and receive_df claims), then unregisters it."""
+    record = ctx.record(name, fresh=True)
+    ctx.storage.drop_table(record.location)
+    ctx.storage.drop_table(ctx.storage.claims_path(record.location))
+    if not ctx.registry.remove(record):
+        raise QueueDoesNotExist(f"queue {name!r} does not exist")
+
+
+def check_dead_letter_queue(ctx: QueueContext, name: str, attributes: QueueAttributes) -> None:
+    """A dead-letter queue must exist on this broker, be of the same type, and not be itself."""
+    target = attributes.dead_letter_queue
+    if target is None:
+        return
+    if target == name:
+        raise InvalidParameterValue(f"queue {name!r} cannot be its own dead-letter queue")
+    record = ctx.registry.get(target, fresh=True)
+    if record is None:
+        raise InvalidParameterValue(
+            f"dead_letter_queue {target!r} does not exist; create it first on this broker"
+        )
+    if record.attributes.fifo != attributes.fifo:
+        kind = "FIFO" if attributes.fifo else "standard"
+        raise InvalidParameterValue(
+            f"the dead-letter queue of a {kind} queue must be {kind} too; {target!r} is not"
+        )

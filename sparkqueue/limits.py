@@ -1,0 +1,51 @@
+"""Every SQS bound and every tuning constant, defined once; the rest of the package imports them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+# -- SQS's limits -----------------------------------------------------------------------------------
+QUEUE_NAME_MAX_LENGTH = 80
+FIFO_SUFFIX = ".fifo"
+MAX_VISIBILITY_SECONDS = 43_200  # 12 hours, also the ceiling after the receive that issued a handle
+MAX_DELAY_SECONDS = 900
+MIN_RETENTION_SECONDS = 60
+MAX_RETENTION_SECONDS = 1_209_600
+MIN_MESSAGE_BYTES = 1024
+MAX_MESSAGE_BYTES = 262_144
+MAX_RECEIVE_COUNT = 1000  # the highest max_receive_count a redrive policy may name
+MAX_ATTRIBUTES = 10
+MAX_ATTRIBUTE_NAME_LENGTH = 256
+MAX_ID_LENGTH = 128  # group and deduplication ids
+MAX_RECEIVE = 10_000  # receive(max_messages=...)
+MAX_RECEIVE_DF = 10_000_000  # receive_df, peek_df, start_message_move
+MAX_WAIT_SECONDS = 20
+IN_FLIGHT_LIMITS = {False: 120_000, True: 20_000}  # standard, FIFO
+DEDUPLICATION_WINDOW = timedelta(minutes=5)
+
+# -- queue defaults (SQS's) -------------------------------------------------------------------------
+DEFAULT_VISIBILITY_SECONDS = 30
+DEFAULT_RETENTION_SECONDS = 345_600  # 4 days
+
+# -- layout -----------------------------------------------------------------------------------------
+DEFAULT_SHARDS = 8
+MAX_SHARDS = 64  # receipt handles carry the shard; their pattern is built from this bound
+
+# -- tuning -----------------------------------------------------------------------------------------
+LONG_POLL_INTERVAL_SECONDS = 0.25
+IN_FLIGHT_RECOUNT_SECONDS = 30.0  # SQS's in-flight figure is approximate too
+IN_FLIGHT_RECOUNT_SHARE = 0.8  # recount every time once the estimate is this close to the limit
+CANDIDATE_SLACK = 8  # extra candidates read, so concurrent receivers pick different rows
+ATTRIBUTE_CACHE_SECONDS = 5.0  # as in SQS, attribute changes propagate within moments
+CLAIMS_KEPT = timedelta(days=1)  # receive_df results stay re-readable this long after the claim
+MOVE_HOLD = timedelta(hours=12)  # how long a marked row stays hidden if its move is interrupted
+# FIFO tombstones outlive the window a little, so the redrive job always drops a late duplicate
+# (whose send committed just before the window closed) before the tombstone that exposes it.
+TOMBSTONE_LIFETIME = DEDUPLICATION_WINDOW * 2
+
+# -- table upkeep defaults (conf/redrive.toml overrides them per queue) -------------------------------
+UPKEEP_EVERY_SECONDS = 3600
+FILE_RETENTION_HOURS = 24
+LOG_RETENTION_HOURS = 48
+CHECKPOINT_INTERVAL = 20
+REDRIVE_EVERY_SECONDS = 60

@@ -1,0 +1,87 @@
+"""The values users get back: messages, queue statistics, batch outcomes and reports (no Spark)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class Message:
+    """One delivered message; `receipt_handle` is the proof of this particular receive."""
+
+    message_id: str
+    body: str
+    attributes: dict[str, str]
+    receipt_handle: str
+    receive_count: int
+    sent_at: datetime
+    first_received_at: datetime | None
+    group_id: str | None = None
+    deduplication_id: str | None = None
+    sequence_number: int | None = None
+
+
+MESSAGE_FIELDS = tuple(Message.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """A snapshot of a queue's depth, like SQS's Approximate* metrics."""
+
+    visible: int
+    in_flight: int
+    delayed: int
+    oldest_age_seconds: float
+    awaiting_dead_letter: int
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Per-entry outcome of a batch: handles that succeeded, and failed handle -> error code."""
+
+    successful: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QueueRedrive:
+    """What one pass of the redrive job did to one queue."""
+
+    queue: str
+    moved_to_dead_letter: int
+    released: int
+    expired_by_retention: int
+    duration_seconds: float
+    upkeep: bool
+
+
+@dataclass(frozen=True)
+class RedriveReport:
+    """One pass of the redrive job: counts per queue and in total."""
+
+    queues: dict[str, QueueRedrive] = field(default_factory=dict)
+
+    @property
+    def moved_to_dead_letter(self) -> int:
+        return sum(q.moved_to_dead_letter for q in self.queues.values())
+
+    @property
+    def released(self) -> int:
+        return sum(q.released for q in self.queues.values())
+
+    @property
+    def expired_by_retention(self) -> int:
+        return sum(q.expired_by_retention for q in self.queues.values())
+
+
+@dataclass(frozen=True)
+class ConsumeReport:
+    """What a worker loop did, and why it stopped."""
+
+    batches: int
+    received: int
+    deleted: int
+    failed: int
+    handler_errors: int
+    stopped_by: str  # "max_batches", "empty", "stop" or a signal name such as "SIGTERM"

@@ -1,0 +1,1 @@
+"""Pure rules: argument checks, message validation and receipt handles, shared by every layer."""

@@ -1,0 +1,167 @@
+"""SQS's message rules, written once as patterns and applied twice: in Python to single sends and
+in Spark (Java regular expressions) to `send_df` rows, so the two can never disagree."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ..errors import InvalidParameterValue
+from ..limits import MAX_ATTRIBUTE_NAME_LENGTH, MAX_ATTRIBUTES, MAX_DELAY_SECONDS, MAX_ID_LENGTH
+
+# SQS accepts #x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF in bodies and attribute values.
+ALLOWED_CHARACTERS = ((0x9, 0x9), (0xA, 0xA), (0xD, 0xD), (0x20, 0xD7FF), (0xE000, 0xFFFD),
+                      (0x10000, 0x10FFFF))  # fmt: skip
+# Attribute names: A-Z a-z 0-9 _ - . ; not starting or ending with '.', no '..', and not starting
+# with 'AWS.' or 'Amazon.' in any case. Both regex engines read these bodies the same way.
+ATTRIBUTE_NAME_RULE = (
+    r"(?![.])(?!.*[.][.])(?!(?i:aws|amazon)[.])"
+    rf"[A-Za-z0-9_.-]{{0,{MAX_ATTRIBUTE_NAME_LENGTH - 1}}}[A-Za-z0-9_-]"
+)
+# Group and deduplication ids: alphanumerics and ASCII punctuation.
+IDENTIFIER_RULE = rf"[!-~]{{1,{MAX_ID_LENGTH}}}"
+
+
+def _forbidden_class(escape: str) -> str:
+    return (
+        "[^"
+        + "".join(f"{escape.format(lo)}-{escape.format(hi)}" for lo, hi in ALLOWED_CHARACTERS)
+        + "]"
+    )
+
+
+_FORBIDDEN = re.compile(_forbidden_class(r"\U{:08x}"))
+FORBIDDEN_JAVA = _forbidden_class(r"\x{{{:x}}}")
+_ATTRIBUTE_NAME = re.compile(ATTRIBUTE_NAME_RULE)
+_IDENTIFIER = re.compile(IDENTIFIER_RULE)
+
+
+def whole_match_java(rule: str) -> str:
+    """A rule as a Java pattern that must match the whole value (Spark's rlike searches)."""
+    return rf"^(?:{rule})\z"
+
+
+# ---- Python: single sends ---------------------------------------------------------------------------
+
+
+def check_text(what: str, value: Any) -> str:
+    """A body or attribute value: a non-empty str of characters SQS allows."""
+    if not isinstance(value, str):
+        raise InvalidParameterValue(f"{what} must be a str, got {type(value).__name__}")
+    if not value:
+        raise InvalidParameterValue(f"{what} must not be empty")
+    bad = _FORBIDDEN.search(value)
+    if bad:
+        raise InvalidParameterValue(
+            f"{what} contains the character U+{ord(bad.group()):04X}, which SQS does not allow"
+            " (allowed: tab, newline, carriage return and Unicode from U+0020 except surrogates,"
+            " U+FFFE and U+FFFF)"
+        )
+    return value
+
+
+def check_attributes(attributes: Any) -> dict[str, str]:
+    if attributes is None:
+        return {}
+    if not isinstance(attributes, dict):
+        raise InvalidParameterValue(
+            f"attributes must be a dict of str to str, got {type(attributes).__name__}"
+        )
+    if len(attributes) > MAX_ATTRIBUTES:
+        raise InvalidParameterValue(
+            f"a message may carry at most {MAX_ATTRIBUTES} attributes, got {len(attributes)}"
+        )
+    for name, value in attributes.items():
+        if not isinstance(name, str) or not _ATTRIBUTE_NAME.fullmatch(name):
+            raise InvalidParameterValue(
+                f"invalid attribute name {name!r}: use 1 to {MAX_ATTRIBUTE_NAME_LENGTH} characters"
+                " of A-Z, a-z, 0-9, '_', '-' and '.', not starting or ending with '.', without"
+                " '..', and not starting with 'AWS.' or 'Amazon.'"
+            )
+        check_text(f"attribute {name!r}", value)
+    return dict(attributes)
+
+
+def check_identifier(what: str, value: Any) -> str | None:
+    """A group or deduplication id (None when not given)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+        raise InvalidParameterValue(
+            f"{what} must be 1 to {MAX_ID_LENGTH} characters of ASCII letters, digits and"
+            f" punctuation, got {value!r}"
+        )
+    return value
+
+
+def message_size(body: str, attributes: dict[str, str]) -> int:
+    """SQS's size: UTF-8 bytes of the body plus every attribute name and value."""
+    return len(body.encode("utf-8")) + sum(
+        len(k.encode("utf-8")) + len(v.encode("utf-8")) for k, v in attributes.items()
+    )
+
+
+def check_size(size: int, limit: int) -> None:
+    if size > limit:
+        raise InvalidParameterValue(
+            f"the message is {size} bytes (UTF-8 body plus attribute names and values);"
+            f" the queue allows at most {limit} (max_message_bytes)"
+        )
+
+
+# ---- Spark: send_df rows ----------------------------------------------------------------------------
+
+
+def size_column(body: Column, attributes: Column) -> Column:
+    attribute_bytes = F.aggregate(
+        F.coalesce(F.map_entries(attributes), F.array()),
+        F.lit(0),
+        lambda acc, e: acc + F.octet_length(e["key"]) + F.octet_length(e["value"]),
+    )
+    return F.octet_length(body) + attribute_bytes
+
+
+def row_problem_column(
+    body: Column,
+    attributes: Column,
+    group_id: Column,
+    deduplication_id: Column,
+    delay: Column,
+    max_message_bytes: int,
+) -> Column:
+    """Null for a valid row, else a sentence saying what is wrong with it."""
+    bad_attribute = F.exists(
+        F.coalesce(F.map_entries(attributes), F.array()),
+        lambda e: (
+            ~e["key"].rlike(whole_match_java(ATTRIBUTE_NAME_RULE))
+            | e["value"].isNull()
+            | (F.length(e["value"]) == 0)
+            | e["value"].rlike(FORBIDDEN_JAVA)
+        ),
+    )
+    return (
+        F.when(body.isNull() | (F.length(body) == 0), F.lit("the body is null or empty"))
+        .when(body.rlike(FORBIDDEN_JAVA), F.lit("the body contains a character SQS does not allow"))
+        .when(
+            F.coalesce(F.size(attributes), F.lit(0)) > MAX_ATTRIBUTES,
+            F.lit(f"more than {MAX_ATTRIBUTES} attributes"),
+        )
+        .when(bad_attribute, F.lit("an attribute name or value is invalid"))
+        .when(
+            size_column(body, attributes) > max_message_bytes,
+            F.lit(f"the message exceeds max_message_bytes ({max_message_bytes})"),
+        )
+        .when(_bad_identifier(group_id), F.lit("the group id is invalid"))
+        .when(_bad_identifier(deduplication_id), F.lit("the deduplication id is invalid"))
+        .when(
+            delay.isNull() | (delay < 0) | (delay > MAX_DELAY_SECONDS),
+            F.lit(f"delay_seconds is not from 0 to {MAX_DELAY_SECONDS}"),
+        )
+    )
+
+
+def _bad_identifier(column: Column) -> Column:
+    return column.isNotNull() & ~column.rlike(whole_match_java(IDENTIFIER_RULE))

@@ -1,0 +1,69 @@
+"""The worker loop's Spark side: batches are `receive_df` DataFrames of one queue."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..engine import acknowledge, claim_df, visibility
+from ..engine.context import QueueContext
+from ..errors import InvalidParameterValue
+from ..model import BatchResult
+from .heartbeat import Heartbeat
+from .sink import write_once
+from .worker import Batch
+
+SUCCEEDED = "succeeded"
+
+
+class QueueBatches:
+    """A `worker.BatchSource` over one queue of a context."""
+
+    def __init__(self, ctx: QueueContext, name: str) -> None:
+        self._ctx = ctx
+        self.name = name
+
+    def visibility_timeout(self) -> int:
+        return self._ctx.record(self.name).attributes.visibility_timeout
+
+    def receive_batch(self, size: int, visibility_timeout: int) -> Batch:
+        frame = claim_df.receive_df(self._ctx, self.name, size, visibility_timeout)
+        rows = frame.select("message_id", "receipt_handle").collect()
+        return Batch(frame, {row.message_id: row.receipt_handle for row in rows})
+
+    def finished(self, batch: Batch, result: Any) -> list[str]:
+        """Every handle when the handler returned None, else those its `succeeded` rows name."""
+        if result is None:
+            return list(batch.handles.values())
+        if not isinstance(result, DataFrame) or not {"message_id", SUCCEEDED} <= set(
+            result.columns
+        ):
+            raise InvalidParameterValue(
+                "a handler returns None (all succeeded) or a DataFrame with message_id and a"
+                f" boolean {SUCCEEDED!r} column"
+            )
+        done = result.where(F.col(SUCCEEDED)).select("message_id").distinct().collect()
+        return [batch.handles[row.message_id] for row in done if row.message_id in batch.handles]
+
+    def write_results(self, result: Any, sink: str) -> None:
+        if not isinstance(result, DataFrame):
+            raise InvalidParameterValue(
+                "with sink=..., the handler must return the DataFrame of results to write"
+            )
+        write_once(self._ctx.storage, result, sink)
+
+    def heartbeat(
+        self, receipt_handles: list[str], visibility_timeout: int, interval: float
+    ) -> AbstractContextManager[object]:
+        return Heartbeat(self.extend, receipt_handles, visibility_timeout, interval)
+
+    def extend(self, receipt_handles: list[str], seconds: int) -> visibility.Outcomes:
+        """One heartbeat: extends each handle and reports, per handle, the error or None."""
+        entries = [(handle, seconds) for handle in receipt_handles]
+        return visibility.change_visibility(self._ctx.quick, self.name, entries)
+
+    def delete_batch(self, receipt_handles: list[str]) -> BatchResult:
+        return acknowledge.delete_batch(self._ctx.quick, self.name, receipt_handles)

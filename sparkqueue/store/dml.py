@@ -1,0 +1,149 @@
+"""MERGE, UPDATE and DELETE, described once and run on either kind of Spark session.
+
+Classic sessions run them through Delta's Python API, whose MERGE reports row counts. Spark Connect
+sessions (Databricks serverless and shared clusters) run them through Spark's own
+`DataFrame.mergeInto`, which needs nothing on the server but Delta's SQL extension and reports no
+counts. Either way the caller gets `Counts`, which says plainly when the numbers are unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from . import sql
+
+_KEY = "__sparkqueue_key_"  # the key columns of `change`'s MERGE source
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Rows a statement changed, or `known=False` where the session does not report them."""
+
+    known: bool
+    updated: int = 0
+    deleted: int = 0
+    inserted: int = 0
+
+    @property
+    def changed(self) -> int:
+        return self.updated + self.deleted + self.inserted
+
+    def all_of(self, expected: int) -> bool:
+        """True only when the counts are known and exactly `expected` rows changed."""
+        return self.known and self.changed == expected
+
+
+UNKNOWN = Counts(known=False)
+
+
+def target_prefix(path: str) -> str:
+    """The prefix that names a MERGE target's columns in conditions and values."""
+    return f"`{sql.check_path(path)}`."
+
+
+def in_list(column: str, values: list[int] | list[str]) -> Column:
+    """A literal IN predicate, the form Delta's conflict checker can use to prune partitions."""
+    return F.col(column).isin(sorted(set(values)))
+
+
+@dataclass
+class Merge:
+    """One MERGE into the table at `path` from `source` (aliased `s`)."""
+
+    spark: SparkSession
+    connect: bool
+    path: str
+    source: DataFrame
+    on: Column
+    clauses: list[tuple[str, Column | None, dict[str, Column] | None]] = field(default_factory=list)
+
+    def update(self, values: dict[str, Column], condition: Column | None = None) -> Merge:
+        self.clauses.append(("update", condition, values))
+        return self
+
+    def delete(self, condition: Column | None = None) -> Merge:
+        self.clauses.append(("delete", condition, None))
+        return self
+
+    def insert(self, values: dict[str, Column] | None = None) -> Merge:
+        """Inserts unmatched source rows: `values`, or every column when None."""
+        self.clauses.append(("insert", None, values))
+        return self
+
+    def delete_unmatched(self, condition: Column | None = None) -> Merge:
+        """Deletes target rows that no source row matches."""
+        self.clauses.append(("delete_unmatched", condition, None))
+        return self
+
+    def execute(self) -> Counts:
+        if self.connect:
+            self._spark_merge()
+            return UNKNOWN
+        target = DeltaTable.forPath(self.spark, self.path).alias(self.path)
+        builder = target.merge(self.source.alias("s"), self.on)
+        for kind, condition, values in self.clauses:
+            if kind == "update":
+                builder = builder.whenMatchedUpdate(condition=condition, set=values)
+            elif kind == "delete":
+                builder = builder.whenMatchedDelete(condition=condition)
+            elif kind == "insert" and values is None:
+                builder = builder.whenNotMatchedInsertAll()
+            elif kind == "insert":
+                builder = builder.whenNotMatchedInsert(values=values)
+            else:
+                builder = builder.whenNotMatchedBySourceDelete(condition=condition)
+        row = builder.execute().first()
+        metrics = {key: int(value or 0) for key, value in row.asDict().items()} if row else {}
+        return Counts(
+            known=True,
+            updated=metrics.get("num_updated_rows", 0),
+            deleted=metrics.get("num_deleted_rows", 0),
+            inserted=metrics.get("num_inserted_rows", 0),
+        )
+
+    def _spark_merge(self) -> None:
+        writer = self.source.alias("s").mergeInto(sql.table(self.path), self.on)
+        for kind, condition, values in self.clauses:
+            if kind == "update":
+                writer = writer.whenMatched(condition).update(values)
+            elif kind == "delete":
+                writer = writer.whenMatched(condition).delete()
+            elif kind == "insert" and values is None:
+                writer = writer.whenNotMatched().insertAll()
+            elif kind == "insert":
+                writer = writer.whenNotMatched().insert(values)
+            else:
+                writer = writer.whenNotMatchedBySource(condition).delete()
+        writer.merge()
+
+
+def change(
+    spark: SparkSession,
+    connect: bool,
+    path: str,
+    rows: Column,
+    key: tuple[str, ...],
+    values: dict[str, Column] | None,
+    *,
+    counted: bool,
+) -> Counts:
+    """UPDATE (or, without `values`, DELETE) the rows meeting `rows`.
+
+    Uncounted on a classic session, it is Delta's UPDATE/DELETE (the cheapest commit, but Delta's
+    Python API drops its counts). Counted, or over Spark Connect, it is a MERGE of the rows' `key`
+    columns into the table: the commit itself then reports what it changed, where the session can.
+    """
+    if not counted and not connect:
+        table = DeltaTable.forPath(spark, path)
+        table.delete(rows) if values is None else table.update(rows, values)
+        return UNKNOWN
+    source = spark.read.format("delta").load(path).where(rows)
+    keys = source.select([F.col(k).alias(f"{_KEY}{k}") for k in key])
+    on = reduce(Column.__and__, [F.col(k) == F.col(f"{_KEY}{k}") for k in key], rows)
+    merge = Merge(spark, connect, path, keys, on)
+    return (merge.delete() if values is None else merge.update(values)).execute()

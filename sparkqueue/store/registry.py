@@ -1,0 +1,124 @@
+"""The queue registry: one small Delta table under the root naming every queue and its settings."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+
+from ..attributes import QueueAttributes
+from .dml import Merge, target_prefix
+from .schema import REGISTRY_SCHEMA
+from .storage import Storage
+
+
+@dataclass(frozen=True)
+class QueueRecord:
+    """A queue as the registry knows it: its settings, its handle key and its table."""
+
+    name: str
+    attributes: QueueAttributes
+    secret: str
+    location: str
+
+
+class Registry:
+    """Reads are cached for `ttl_seconds` (as SQS, attribute changes propagate within moments)."""
+
+    def __init__(self, storage: Storage, ttl_seconds: float) -> None:
+        self._storage = storage
+        self._ttl = ttl_seconds
+        self.path = storage.path("_sparkqueue", "queues")
+        self._cache: dict[str, QueueRecord] = {}
+        self._loaded_at: float | None = None
+        self._lock = threading.Lock()
+        storage.ensure_table(self.path, REGISTRY_SCHEMA)
+
+    def records(self, *, fresh: bool = False) -> dict[str, QueueRecord]:
+        with self._lock:
+            stale = self._loaded_at is None or time.monotonic() - self._loaded_at > self._ttl
+            if fresh or stale:
+                rows = self._storage.read(self.path).collect()
+                self._cache = {
+                    row.name: QueueRecord(
+                        row.name,
+                        QueueAttributes.from_json(row.attributes),
+                        row.secret,
+                        row.location,
+                    )
+                    for row in rows
+                }
+                self._loaded_at = time.monotonic()
+            return dict(self._cache)
+
+    def get(self, name: str, *, fresh: bool = False) -> QueueRecord | None:
+        record = self.records(fresh=fresh).get(name)
+        if record is None and not fresh:
+            record = self.records(fresh=True).get(name)
+        return record
+
+    def insert_if_absent(self, record: QueueRecord) -> bool:
+        """Atomically registers a queue; False when another caller registered the name first."""
+        row = (record.name, record.attributes.to_json(), record.secret, record.location)
+        source = self._storage.spark.createDataFrame([row], REGISTRY_SCHEMA)
+        return self._merge_on_name(
+            record.name,
+            source,
+            lambda merge: merge.insert(),
+            f"registering queue {record.name!r}",
+            lambda before, after: after is not None and after.location == record.location,
+        )
+
+    def update_attributes(self, name: str, attributes: QueueAttributes) -> bool:
+        return self._merge_on_name(
+            name,
+            self._name_frame(name),
+            lambda merge: merge.update({"attributes": F.lit(attributes.to_json())}),
+            f"updating queue {name!r}",
+            lambda before, after: after is not None,
+        )
+
+    def remove(self, record: QueueRecord) -> bool:
+        """Unregisters the queue if it still has this record's table; False if it is gone."""
+        location = F.col(f"{target_prefix(self.path)}location") == F.lit(record.location)
+        return self._merge_on_name(
+            record.name,
+            self._name_frame(record.name),
+            lambda merge: merge.delete(location),
+            f"deleting queue {record.name!r}",
+            lambda before, after: before is not None and after is None,
+        )
+
+    def _name_frame(self, name: str) -> DataFrame:
+        return self._storage.spark.createDataFrame([(name,)], "name string")
+
+    def _merge_on_name(
+        self,
+        name: str,
+        source: DataFrame,
+        clause: Callable[[Merge], Merge],
+        what: str,
+        changed: Callable[[Row | None, Row | None], bool],
+    ) -> bool:
+        """One MERGE keyed by queue name; True when it changed the one row it aimed at (told by
+        its counts, or where the session reports none by `changed(row before, row after)`)."""
+        t = target_prefix(self.path)
+        reports = not self._storage.connect
+
+        def merge() -> bool:
+            before = None if reports else self._row(name)
+            on = F.col(f"{t}name") == F.col("s.name")
+            counts = clause(self._storage.merge(self.path, source, on)).execute()
+            return counts.all_of(1) if counts.known else changed(before, self._row(name))
+
+        result = self._storage.transact(self.path, merge, what)
+        with self._lock:
+            self._loaded_at = None
+        return result
+
+    def _row(self, name: str) -> Row | None:
+        return self._storage.read(self.path).where(F.col("name") == name).first()

@@ -1,0 +1,104 @@
+"""The tables a broker keeps: their schemas, partitioning and Delta table properties."""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from ..limits import CHECKPOINT_INTERVAL, FILE_RETENTION_HOURS, LOG_RETENTION_HOURS
+
+MESSAGE_SCHEMA = StructType(
+    [
+        StructField("shard", IntegerType(), False),
+        StructField("message_id", StringType(), False),
+        StructField("body", StringType(), False),
+        StructField("attributes", MapType(StringType(), StringType()), True),
+        StructField("group_id", StringType(), True),
+        StructField("deduplication_id", StringType(), True),
+        StructField("sequence_number", LongType(), True),
+        StructField("sent_at", TimestampType(), False),
+        StructField("visible_at", TimestampType(), False),
+        StructField("receipt_handle", StringType(), True),
+        StructField("receive_count", IntegerType(), False),
+        StructField("first_received_at", TimestampType(), True),
+        StructField("handle_issued_at", TimestampType(), True),
+        StructField("moved_from", StringType(), True),  # the queue a moved message came from
+    ]
+)
+ATTRIBUTES_TYPE = MESSAGE_SCHEMA["attributes"].dataType
+MESSAGE_PARTITIONING = ("shard",)
+
+# What receive_df stages per claim: the claimed rows as they will be, plus what the claim expects.
+CLAIMS_SCHEMA = StructType(
+    [
+        *MESSAGE_SCHEMA.fields,
+        StructField("expected_count", IntegerType(), False),
+        StructField("claim_id", StringType(), False),
+    ]
+)
+CLAIMS_PARTITIONING = ("claim_id",)
+
+REGISTRY_SCHEMA = StructType(
+    [
+        StructField("name", StringType(), False),
+        StructField("attributes", StringType(), False),
+        StructField("secret", StringType(), False),
+        StructField("location", StringType(), False),
+    ]
+)
+
+METRICS_SCHEMA = StructType(
+    [
+        StructField("queue", StringType(), False),
+        StructField("pass_at", TimestampType(), False),
+        StructField("visible", LongType(), False),
+        StructField("in_flight", LongType(), False),
+        StructField("delayed", LongType(), False),
+        StructField("awaiting_dead_letter", LongType(), False),
+        StructField("oldest_age_seconds", DoubleType(), False),
+        StructField("moved_to_dead_letter", LongType(), False),
+        StructField("released", LongType(), False),
+        StructField("expired_by_retention", LongType(), False),
+        StructField("duration_seconds", DoubleType(), False),
+        StructField("upkeep", BooleanType(), False),
+        StructField("active_files", LongType(), False),
+        StructField("table_bytes", LongType(), False),
+    ]
+)
+
+
+def retention_properties(
+    file_retention_hours: int = FILE_RETENTION_HOURS,
+    log_retention_hours: int = LOG_RETENTION_HOURS,
+    checkpoint_interval: int = CHECKPOINT_INTERVAL,
+) -> dict[str, str]:
+    """How long Delta keeps removed files and log entries, and how often it checkpoints; written
+    at creation and re-written by upkeep only when they differ (a metadata commit aborts readers)."""
+    return {
+        "delta.logRetentionDuration": f"interval {log_retention_hours} hours",
+        "delta.deletedFileRetentionDuration": f"interval {file_retention_hours} hours",
+        "delta.checkpointInterval": str(checkpoint_interval),
+    }
+
+
+# Deletion vectors make MERGE/DELETE rewrite only changed rows; compaction is the redrive job's,
+# never automatic, because it removes files that consumers are reading (and aborts them).
+QUEUE_TABLE_PROPERTIES = {
+    "delta.enableDeletionVectors": "true",
+    "delta.autoOptimize.autoCompact": "false",
+    "delta.autoOptimize.optimizeWrite": "false",
+    **retention_properties(),
+    # Every interrupted move leaves one idempotent-write id behind; forget them after a week.
+    "delta.setTransactionRetentionDuration": "interval 7 days",
+}
+# FIFO sequence numbers are Delta row ids.
+FIFO_TABLE_PROPERTIES = {**QUEUE_TABLE_PROPERTIES, "delta.enableRowTracking": "true"}

@@ -1,0 +1,96 @@
+"""Optimistic transactions: re-run an operation on a Delta commit conflict, with bounded backoff."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pyspark.errors import PySparkException
+
+from ..errors import TransactionConflict
+
+try:  # the classes differ across Delta versions and clients; SQLSTATE 2D521 covers the rest
+    import delta.exceptions as delta_errors
+
+    CONFLICT_CLASSES: tuple[type[BaseException], ...] = tuple(
+        getattr(delta_errors, name) for name in delta_errors.__all__
+    )
+except ImportError:  # pragma: no cover - Databricks runtimes ship their own delta package
+    CONFLICT_CLASSES = ()
+
+CONFLICT_SQLSTATE = "2D521"
+# Raised from inside a MERGE (see fifo.unless_stale) when rows it read changed before it began.
+STALE_READ_MARKER = "sparkqueue: stale read, retry"
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+def is_commit_conflict(error: BaseException) -> bool:
+    """True for every flavour of Delta's optimistic-concurrency failure, and for our own guard's."""
+    if isinstance(error, CONFLICT_CLASSES):
+        return True
+    if isinstance(error, PySparkException):
+        return error.getSqlState() == CONFLICT_SQLSTATE or STALE_READ_MARKER in str(error)
+    return False
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard an operation tries before giving up with TransactionConflict."""
+
+    attempts: int = 25
+    base_delay: float = 0.02
+    max_delay: float = 1.0
+
+    def delay(self, attempt: int) -> float:
+        """Full-jitter exponential backoff: spreads retrying consumers apart."""
+        return random.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
+
+
+class ConflictCounter:
+    """Counts conflict retries, so tests and benchmarks can report how contended a run was."""
+
+    def __init__(self) -> None:
+        self._value = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> None:
+        with self._lock:
+            self._value += 1
+
+    @property
+    def value(self) -> int:
+        return self._value
+
+
+def run_transaction(
+    action: Callable[[], T],
+    *,
+    lock: Callable[[], AbstractContextManager[object]],
+    policy: RetryPolicy,
+    counter: ConflictCounter,
+    what: str,
+) -> T:
+    """Runs `action` (read, check, one commit) until it commits without conflict or the bound is hit."""
+    for attempt in range(policy.attempts):
+        try:
+            with lock():
+                return action()
+        except Exception as error:
+            if not is_commit_conflict(error):
+                raise
+            counter.add()
+            if attempt + 1 == policy.attempts:
+                raise TransactionConflict(
+                    f"{what} kept conflicting with concurrent commits; gave up after"
+                    f" {policy.attempts} attempts and changed nothing. Retry later."
+                ) from error
+            log.debug("%s: commit conflict (attempt %d), retrying", what, attempt + 1)
+            time.sleep(policy.delay(attempt))
+    raise AssertionError("unreachable")  # pragma: no cover

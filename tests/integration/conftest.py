@@ -1,0 +1,31 @@
+"""One local Spark session for the whole run; a fresh broker on a fresh folder for every test."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+from sparkqueue import Broker, spark_session
+from sparkqueue.testing import FakeClock
+
+
+@pytest.fixture(scope="session")
+def spark() -> SparkSession:
+    session = spark_session()
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def broker(spark: SparkSession, tmp_path, clock: FakeClock) -> Broker:
+    return Broker(spark, str(tmp_path / "root"), clock=clock)
+
+
+@pytest.fixture
+def queue(broker: Broker):
+    return broker.create_queue("work")

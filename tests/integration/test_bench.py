@@ -1,0 +1,21 @@
+"""The benchmark's smoke run (CI): every scenario runs at tiny sizes and writes its outputs."""
+
+from __future__ import annotations
+
+import json
+
+from sparkqueue.bench import main
+
+
+def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path, capsys):
+    results = main(["--smoke", "--out", str(tmp_path), "--root", str(tmp_path / "root")])
+
+    assert results["bulk"]["enqueued"] == results["bulk"]["drained"] == 2_000
+    assert len(results["latency"]["receive_ms"]) == 4
+    for scenario in ("load_alone", "load_with_producer"):
+        assert results[scenario]["delivered"] > 0
+        assert results[scenario]["duplicates"] == results[scenario]["lost"] == 0
+    assert results["redrive"]["released"] == 100
+    assert json.loads((tmp_path / "bench.json").read_text())["sizes"]["messages"] == 2_000
+    assert (tmp_path / "bench.png").stat().st_size > 0
+    assert "redrive pass" in capsys.readouterr().out

@@ -1,0 +1,154 @@
+"""Receiving: visibility, receive counts, long polling, retention, dead-letter hold-back, bulk claims."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+from sparkqueue.errors import InvalidParameterValue, OverLimit
+from sparkqueue.limits import IN_FLIGHT_LIMITS
+from tests.integration.helpers import run_threads
+
+
+def test_visibility_default_hides_then_returns_the_message(queue, clock):
+    queue.send("work")
+    [first] = queue.receive()
+    assert queue.receive() == []
+    clock.advance(29.9)
+    assert queue.receive() == []
+    clock.advance(0.1)
+    [again] = queue.receive()
+    assert again.message_id == first.message_id
+    assert again.receive_count == 2
+    assert again.receipt_handle != first.receipt_handle
+    assert again.first_received_at == first.first_received_at
+
+
+def test_visibility_override_per_receive(queue, clock):
+    queue.send("work")
+    queue.receive(visibility_timeout=5)
+    clock.advance(5)
+    [message] = queue.receive(visibility_timeout=0)
+    [same] = queue.receive()  # 0 leaves it visible at once
+    assert same.message_id == message.message_id
+    assert same.receive_count == 3
+
+
+def test_receive_limits_and_argument_checks(queue):
+    queue.send_batch([f"m{i}" for i in range(5)])
+    assert len(queue.receive(3)) == 3
+    assert len(queue.receive(10)) == 2
+    for bad in ({"max_messages": 0}, {"max_messages": 10_001}, {"max_messages": "1"}):
+        with pytest.raises(InvalidParameterValue, match="max_messages"):
+            queue.receive(**bad)
+    with pytest.raises(InvalidParameterValue, match="visibility_timeout"):
+        queue.receive(visibility_timeout=43_201)
+    with pytest.raises(InvalidParameterValue, match="wait_time_seconds"):
+        queue.receive(wait_time_seconds=21)
+
+
+def test_sent_at_and_first_received_at_come_from_the_broker_clock(queue, clock):
+    sent = clock()
+    queue.send("timed")
+    clock.advance(7)
+    [message] = queue.receive()
+    assert message.sent_at == sent
+    assert message.first_received_at == clock()
+
+
+def test_long_polling_returns_as_soon_as_a_message_arrives(queue):
+    threading.Timer(1.0, lambda: queue.send("late")).start()
+    started = time.monotonic()
+    messages = queue.receive(wait_time_seconds=20)
+    assert [m.body for m in messages] == ["late"]
+    assert time.monotonic() - started < 19
+
+
+def test_long_polling_gives_up_after_the_wait(queue):
+    started = time.monotonic()
+    assert queue.receive(wait_time_seconds=1) == []
+    assert time.monotonic() - started >= 1
+
+
+def test_messages_past_retention_are_never_returned(broker, clock):
+    queue = broker.create_queue("short-lived", retention_seconds=60)
+    queue.send("old")
+    clock.advance(60)
+    assert queue.receive() == []
+    assert queue.stats().visible == 0
+
+
+def test_messages_at_max_receive_count_wait_for_the_redrive_job(broker, clock):
+    broker.create_queue("dead")
+    queue = broker.create_queue("flaky", dead_letter_queue="dead", max_receive_count=2)
+    queue.send("poison")
+    for expected_count in (1, 2):
+        [message] = queue.receive(visibility_timeout=1)
+        assert message.receive_count == expected_count
+        clock.advance(1)
+    assert queue.receive() == []
+    stats = queue.stats()
+    assert (stats.awaiting_dead_letter, stats.visible) == (1, 0)
+
+
+def test_receive_df_claims_once_and_stays_stable(spark, queue, clock):
+    queue.send_df(spark.range(50).select(F.col("id").cast("string").alias("body")))
+    claimed = queue.receive_df(20)
+    first = claimed.collect()
+    assert len(first) == 20
+    assert claimed.count() == 20  # evaluating again claims nothing new
+    assert queue.stats().in_flight == 20
+    assert set(claimed.columns) >= {"message_id", "body", "receipt_handle", "receive_count"}
+    assert {row.receive_count for row in first} == {1}
+    result = queue.delete_df(claimed)
+    assert len(result.successful) == 20 and not result.failed
+    before = spark.createDataFrame(first, claimed.schema).drop("attributes")  # maps do not sort
+    assert_df_equality(claimed.drop("attributes"), before, ignore_row_order=True)
+    rest = queue.receive_df(100)
+    assert rest.count() == 30
+    assert {r.body for r in rest.collect()}.isdisjoint({r.body for r in first})
+    clock.advance(30)
+    assert queue.receive_df(100).count() == 30  # the 30 undeleted came back
+
+
+def test_receive_df_handles_work_with_single_delete(spark, queue):
+    queue.send("bulk")
+    [row] = queue.receive_df(5).collect()
+    queue.delete(row.receipt_handle)
+    assert queue.stats().in_flight == 0
+
+
+def test_receive_df_on_an_empty_queue_is_empty(queue):
+    assert queue.receive_df(10).count() == 0
+
+
+def test_over_limit_at_120000_in_flight(spark, broker):
+    queue = broker.create_queue("busy", shards=2)
+    queue.send_df(spark.range(120_001).select(F.lit("x").alias("body")))
+    assert queue.receive_df(120_000).count() == 120_000
+    with pytest.raises(OverLimit, match="120000"):
+        queue.receive()
+    assert queue.receive(wait_time_seconds=1) == []  # long polling waits instead of failing
+    assert queue.stats().visible == 1
+
+
+def test_threads_and_queue_objects_share_the_in_flight_limit(spark, broker, monkeypatch):
+    """Every Queue object and thread of a process reserves room from one gauge per queue."""
+    monkeypatch.setitem(IN_FLIGHT_LIMITS, False, 5)
+    broker.create_queue("small").send_batch([f"m{i}" for i in range(12)])
+    queues = [broker.get_queue("small"), broker.get_queue("small")]
+    claimed: list[int] = []
+
+    def receive(queue) -> None:
+        try:
+            claimed.append(len(queue.receive(3, visibility_timeout=600)))
+        except OverLimit:
+            claimed.append(0)
+
+    run_threads([lambda q=q: receive(q) for q in queues for _ in range(2)])
+    assert 0 < sum(claimed) <= 5  # without a shared gauge, four threads claimed 3 each
+    assert broker.get_queue("small").stats().in_flight == sum(claimed)

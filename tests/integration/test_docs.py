@@ -1,0 +1,69 @@
+"""The README's examples, the demo job and the notebooks run as written."""
+
+from __future__ import annotations
+
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+
+from sparkqueue.demo import run_demo
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def examples(document: str) -> list[str]:
+    """A document's ```python blocks (```py marks the few that need a remote server)."""
+    text = (REPO / document).read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+
+
+@pytest.mark.parametrize(
+    ("document", "blocks"),
+    [("README.md", 5), ("docs/operations.md", 2), ("docs/how-it-works.md", 1)],
+)
+def test_a_documents_examples_run_in_order(spark, tmp_path, monkeypatch, document, blocks):
+    monkeypatch.chdir(tmp_path)  # anything written to a relative path lands in a temporary folder
+    found = examples(document)
+    assert len(found) == blocks
+    namespace: dict[str, object] = {}
+    for example in found:
+        exec(compile(example, document, "exec"), namespace)
+
+
+def test_demo_runs_every_step(spark, tmp_path):
+    lines: list[str] = []
+    run_demo(spark, str(tmp_path / "demo"), say=lines.append)
+    assert any(line.startswith("back after their timeouts") for line in lines)
+    assert "in_flight=1" in lines[-1]  # only the message extended to 120 s is still held
+
+
+def run_notebook(name: str) -> dict[str, object]:
+    return runpy.run_path(str(REPO / "notebooks" / name), run_name="__main__")
+
+
+def test_quickstart_notebook_runs_locally(spark):
+    run_notebook("quickstart.py")
+
+
+def test_producer_consumer_and_operations_notebooks_run_end_to_end(spark, tmp_path, monkeypatch):
+    chart = tmp_path / "depth.png"
+    for name, value in {
+        "ROOT": str(tmp_path / "root"),
+        "ORDERS": "100",
+        "VISIBILITY_TIMEOUT": "0",  # rejected orders come straight back, no waiting
+        "MOVE_BACK": "yes",
+        "CHART": str(chart),
+    }.items():
+        monkeypatch.setenv(f"SPARKQUEUE_{name}", value)
+
+    run_notebook("producer.py")
+    consumer = run_notebook("consumer.py")
+    operations = run_notebook("operations.py")
+
+    assert consumer["report"].deleted == 98  # orders 7 and 57 have negative amounts
+    assert spark.read.format("delta").load(consumer["results_table"]).count() == 98
+    assert operations["report"].moved_to_dead_letter == 2
+    assert operations["broker"].get_queue("orders").stats().visible == 2  # moved back
+    assert chart.stat().st_size > 0

@@ -1,0 +1,71 @@
+"""The cross-process commit lock for local roots: exclusive between processes, shared by threads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from sparkqueue.store.locking import ProcessLock
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_threads(targets) -> None:
+    threads = [threading.Thread(target=t) for t in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+LOCK_WORKER = """
+import sys, time
+from sparkqueue.store.locking import ProcessLock
+
+lock, counter = ProcessLock(sys.argv[1]), sys.argv[2]
+for _ in range(150):
+    with lock.hold():
+        value = int(open(counter).read())
+        time.sleep(0.0005)
+        open(counter, "w").write(str(value + 1))
+"""
+
+
+def test_process_lock_excludes_other_processes(tmp_path):
+    counter = tmp_path / "counter"
+    counter.write_text("0")
+    lock_file = str(tmp_path / "locks" / "t.lock")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    workers = [
+        subprocess.Popen([sys.executable, "-c", LOCK_WORKER, lock_file, str(counter)], env=env)
+        for _ in range(3)
+    ]
+    assert [w.wait(timeout=120) for w in workers] == [0, 0, 0]
+    assert counter.read_text() == "450"
+
+
+def test_process_lock_is_shared_by_threads_of_one_process(tmp_path):
+    lock = ProcessLock(str(tmp_path / "locks" / "t.lock"))
+    inside = threading.Barrier(2, timeout=10)
+
+    def hold() -> None:
+        with lock.hold():
+            inside.wait()  # both threads are inside at once, or this times out
+
+    errors: list[BaseException] = []
+
+    def guarded() -> None:
+        try:
+            hold()
+        except BaseException as error:
+            errors.append(error)
+
+    run_threads([guarded, guarded])
+    assert errors == []
+    started = time.monotonic()
+    with lock.hold():
+        assert time.monotonic() - started < 1
