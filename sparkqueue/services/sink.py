@@ -27,7 +27,7 @@ def write_once(
     """Inserts the result rows whose `key` the sink lacks; returns how many (None where the
     session does not report it)."""
     check_sink(sink)
-    if not isinstance(key, str) or key not in results.columns:
+    if sql.check_column(key, "key") not in results.columns:
         raise InvalidParameterValue(
             f"the results have no {key!r} column to key the sink by; columns: {results.columns}"
         )

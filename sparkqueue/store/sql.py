@@ -22,6 +22,13 @@ def check_path(path: Any, what: str = "path") -> str:
     return path
 
 
+def check_column(name: Any, what: str = "column") -> str:
+    """A user-named column we can quote and Delta can MERGE on: a non-empty str, no backtick."""
+    if not isinstance(name, str) or not name or "`" in name:
+        raise InvalidParameterValue(f"{what} must be a column name without backticks; got {name!r}")
+    return name
+
+
 def quote_identifier(name: str) -> str:
     """A column name as Spark reads it in expressions: backticked, inner backticks doubled."""
     return "`" + name.replace("`", "``") + "`"

@@ -69,7 +69,7 @@ def test_producer_and_consumers_together(broker):
 WORKER = """
 import json, sys
 from sparkqueue import Broker, spark_session
-from tests.test_concurrency import _consume
+from tests.integration.test_concurrency import _consume
 
 root, out, tag = sys.argv[1:4]
 queue = Broker(spark_session(), root).get_queue("shared")

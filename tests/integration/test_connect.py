@@ -1,13 +1,46 @@
-"""Spark Connect: the library's source holds no JVM handle, and it works from a client-only process."""
+"""Spark Connect: the library's source holds no JVM handle, and it works from a client-only process.
+
+The checks run in a pytest process of their own (`connect_checks.py`: Spark refuses a Connect
+session beside this run's classic one), which tests/conftest.py starts as soon as collection ends,
+so its server's start-up and its checks overlap the in-process tests.
+"""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).parents[2]
+CONNECT_TEST = "test_queue_behaviours_and_the_worker_loop_over_spark_connect"
+
+
+class ConnectRun:
+    """The Connect checks' pytest process, with its output in a temporary file."""
+
+    def __init__(self) -> None:
+        self.output = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed by stop()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "tests/integration/connect_checks.py"],
+            stdout=self.output,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=REPO,
+        )  # fmt: skip
+
+    def result(self, timeout: float) -> tuple[int, str]:
+        code = self.process.wait(timeout=timeout)
+        self.output.seek(0)
+        return code, self.output.read()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.output.close()
 
 
 def test_the_library_needs_no_jvm_handle():
@@ -22,22 +55,7 @@ def test_the_library_needs_no_jvm_handle():
     assert offenders == []
 
 
-def test_queue_behaviours_and_the_worker_loop_over_spark_connect():
-    """Runs tests/integration/connect_checks.py (a Connect server and client-side checks) in its own process."""
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "tests/integration/connect_checks.py",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        cwd=REPO,
-    )
-    assert run.returncode == 0, run.stdout[-10_000:] + run.stderr[-3_000:]
-    assert "4 passed" in run.stdout
+def test_queue_behaviours_and_the_worker_loop_over_spark_connect(connect_run: ConnectRun):
+    code, output = connect_run.result(timeout=1500)
+    assert code == 0, output[-13_000:]
+    assert "4 passed" in output

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkqueue import Broker
 from sparkqueue.engine import lifecycle
 from sparkqueue.errors import QueueDoesNotExist
 
@@ -37,14 +38,12 @@ def test_a_create_that_died_before_its_table_is_finished_by_the_next_create(brok
     assert [m.body for m in queue.receive()] == ["hello"]
 
 
-def test_get_queue_finishes_it_too(broker, spark, tmp_path, monkeypatch):
+def test_get_queue_finishes_it_too(broker, spark, clock, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(lifecycle, "ensure_table", lambda ctx, record: (_ for _ in ()).throw(Crash()))
         with pytest.raises(Crash):
             broker.create_queue("orders")
-    from sparkqueue import Broker
-
-    other = Broker(spark, broker.root)  # another process, as it were
+    other = Broker(spark, broker.root, clock=clock)  # another process, as it were
     other.get_queue("orders").send("hello")
     assert broker.get_queue("orders").stats().visible == 1
 

@@ -158,10 +158,15 @@ def test_bad_worker_arguments_are_rejected_before_anything_is_received(queue, sp
     assert queue.stats().visible == 1
 
 
-def test_write_once_quotes_any_key_column(broker, spark, tmp_path):
-    """A key is a column name, quoted where it reaches Spark: even one with a backtick."""
-    sink = str(tmp_path / "odd")
-    results = spark.createDataFrame([("a", 1), ("b", 2)], "`we``ird` string, n int")
-    assert broker.write_once(results, sink, key="we`ird") == 2
-    assert broker.write_once(results, sink, key="we`ird") == 0
+def test_write_once_quotes_its_key_and_refuses_one_it_cannot(broker, spark, tmp_path):
+    """The key is a user's column name: quoted where it reaches Spark, checked before anything."""
+    sink = str(tmp_path / "dotted")
+    results = spark.createDataFrame([("a", 1), ("b", 2)], "`order.id` string, n int")
+    assert broker.write_once(results, sink, key="order.id") == 2
+    assert broker.write_once(results, sink, key="order.id") == 0
     assert spark.read.format("delta").load(sink).count() == 2
+
+    odd = spark.createDataFrame([("a", 1)], "`we``ird` string, n int")
+    with pytest.raises(InvalidParameterValue, match="without backticks"):
+        broker.write_once(odd, str(tmp_path / "odd"), key="we`ird")
+    assert not (tmp_path / "odd").exists()
