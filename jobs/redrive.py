@@ -8,9 +8,8 @@ import logging
 import signal
 import threading
 
-from sparkqueue import Broker, spark_session
+from sparkqueue import Broker, RedriveSettings, spark_session
 from sparkqueue.services.redrive import run_schedule
-from sparkqueue.services.settings import RedriveSettings
 
 
 def main() -> None:

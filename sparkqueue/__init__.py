@@ -4,7 +4,9 @@ from . import errors
 from .broker import Broker
 from .model import BatchResult, ConsumeReport, Message, QueueStats, RedriveReport
 from .queue import Queue
+from .services.settings import RedriveSettings, UpkeepSettings
 from .session import spark_session
+from .store.transactions import RetryPolicy
 
 __all__ = [
     "BatchResult",
@@ -14,6 +16,9 @@ __all__ = [
     "Queue",
     "QueueStats",
     "RedriveReport",
+    "RedriveSettings",
+    "RetryPolicy",
+    "UpkeepSettings",
     "errors",
     "spark_session",
 ]
