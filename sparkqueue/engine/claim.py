@@ -12,7 +12,7 @@ import time
 from datetime import datetime, timedelta
 from typing import Any
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
@@ -181,7 +181,7 @@ def _claim_groups(
 def keyed_merge(
     ctx: QueueContext,
     record: QueueRecord,
-    source: Any,
+    source: DataFrame,
     shards: list[int],
     extra: Column | None = None,
 ) -> Merge:
