@@ -48,9 +48,9 @@ class Broker:
     ) -> None:
         self.spark = spark
         storage = Storage(spark, root, retry or RetryPolicy())
-        self.context = QueueContext(
-            storage, Registry(storage, attribute_cache_seconds), clock or wall_clock
-        )
+        # The registry's reads and MERGEs are single-row work: the interpreting session's.
+        registry = Registry(storage.interpreted, attribute_cache_seconds)
+        self.context = QueueContext(storage, registry, clock or wall_clock)
 
     def __repr__(self) -> str:
         return f"Broker(root={self.root!r})"
@@ -95,13 +95,13 @@ class Broker:
             content_based_deduplication=content_based_deduplication,
             shards=shards,
         )
-        lifecycle.create_queue(self.context, name, attributes)
+        lifecycle.create_queue(self.context.quick, name, attributes)
         return Queue(self.context, name)
 
     def get_queue(self, name: str) -> Queue:
         """The queue named `name`; QueueDoesNotExist if there is none."""
         check_queue_name(name)
-        lifecycle.ensure_table(self.context, self.context.record(name))
+        lifecycle.ensure_table(self.context.quick, self.context.record(name))
         return Queue(self.context, name)
 
     def list_queues(self, prefix: str = "") -> list[str]:
@@ -112,7 +112,7 @@ class Broker:
     def delete_queue(self, name: str) -> None:
         """Removes the queue and its data; QueueDoesNotExist if there is none."""
         check_queue_name(name)
-        lifecycle.delete_queue(self.context, name)
+        lifecycle.delete_queue(self.context.quick, name)
 
     def redrive(
         self, queues: Sequence[str] | None = None, *, settings: RedriveSettings | None = None

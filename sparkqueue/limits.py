@@ -35,6 +35,11 @@ MAX_SHARDS = 64  # receipt handles carry the shard; their pattern is built from 
 LONG_POLL_INTERVAL_SECONDS = 0.25
 IN_FLIGHT_RECOUNT_SECONDS = 30.0  # SQS's in-flight figure is approximate too
 IN_FLIGHT_RECOUNT_SHARE = 0.8  # recount every time once the estimate is this close to the limit
+# Queue tables have no deletion vectors (a claim or delete then runs fewer Spark jobs; see
+# docs/performance.md), so an UPDATE rewrites each file it touches: writes and compaction keep
+# files small enough that rewriting one costs little next to the commit.
+QUEUE_ROWS_PER_FILE = 5_000
+COMPACTED_FILE_BYTES = 1 << 20
 CANDIDATE_SLACK = 8  # extra candidates read, so concurrent receivers pick different rows
 ATTRIBUTE_CACHE_SECONDS = 5.0  # as in SQS, attribute changes propagate within moments
 CLAIMS_KEPT = timedelta(days=1)  # receive_df results stay re-readable this long after the claim

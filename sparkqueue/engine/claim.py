@@ -1,7 +1,8 @@
 """Receiving: claim visible messages in one optimistic transaction, issuing new receipt handles.
 
 A standard queue's claim is one UPDATE of the candidates still as they were read, pruned to
-literal shards; the handles the table then holds say which claims won. A FIFO claim is one MERGE
+literal shards; its count says whether every claim won, else the handles the table then holds say
+which did. A FIFO claim is one MERGE
 that fails whole if any claimed row changed, so that no group is ever half-claimed (see fifo.py).
 """
 
@@ -131,7 +132,8 @@ def _claim_rows(
     values: dict[str, Column],
 ) -> list[str]:
     """A standard queue's claim: one UPDATE of the candidates still as read (a one-row UPDATE
-    is about half a one-row MERGE here); the handles the table then holds say who won."""
+    is about half a one-row MERGE here). When it updated them all, they are all ours; otherwise
+    the handles the table then holds say which claims won."""
     shards = [row.shard for row in candidates]
     ids = [row.message_id for row in candidates]
     as_read = F.concat_ws(":", "message_id", F.col("receive_count").cast("string")).isin(
@@ -139,12 +141,14 @@ def _claim_rows(
     )
     rows = in_list("shard", shards) & in_list("message_id", ids) & as_read
     handle = handles.issue_column(record.secret, token, F.col("shard"), F.col("message_id"))
-    ctx.storage.change(
+    counts = ctx.storage.change(
         record.location,
         rows & claimable(now, record.attributes),
         ("shard", "message_id"),
         {**values, "receipt_handle": handle},
     )
+    if counts.all_of(len(ids)):
+        return ids
     mine = ctx.read(record).where(
         in_list("shard", shards) & in_list("message_id", ids) & (F.col("receipt_handle") == handle)
     )

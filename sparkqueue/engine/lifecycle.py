@@ -24,18 +24,19 @@ from .context import QueueContext
 
 
 def create_queue(ctx: QueueContext, name: str, attributes: QueueAttributes) -> None:
-    """Creates the queue, or accepts it when it exists with exactly these attributes."""
+    """Creates the queue, or accepts it when it exists with exactly these attributes.
+
+    Registering is tried first (one MERGE that inserts only an absent name): a new queue costs no
+    registry read beyond the dead-letter queue's."""
+    check_dead_letter_queue(ctx, name, attributes)
+    location = ctx.storage.path("queues", f"{name}-{uuid.uuid4().hex[:12]}")
+    record = QueueRecord(name, attributes, new_token(), location)
+    if ctx.registry.insert_if_absent(record):
+        ensure_table(ctx, record)
+        return
     existing = ctx.registry.get(name, fresh=True)
     if existing is None:
-        check_dead_letter_queue(ctx, name, attributes)
-        location = ctx.storage.path("queues", f"{name}-{uuid.uuid4().hex[:12]}")
-        record = QueueRecord(name, attributes, new_token(), location)
-        if ctx.registry.insert_if_absent(record):
-            ensure_table(ctx, record)
-            return
-        existing = ctx.registry.get(name, fresh=True)  # lost a race to a concurrent create
-        if existing is None:
-            raise QueueAlreadyExists(f"queue {name!r} was created and deleted concurrently; retry")
+        raise QueueAlreadyExists(f"queue {name!r} was created and deleted concurrently; retry")
     if existing.attributes != attributes:
         raise QueueAlreadyExists(
             f"queue {name!r} already exists with different attributes:"

@@ -28,7 +28,7 @@ from ..limits import MOVE_HOLD
 from ..rules import handles
 from ..store.dml import in_list, target_prefix
 from ..store.registry import QueueRecord
-from ..store.schema import MESSAGE_SCHEMA
+from ..store.schema import MESSAGE_SCHEMA, QUEUE_WRITE_OPTIONS
 from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due
 from .context import QueueContext
 from .fifo import ENTRY_ORDER, in_entry_order, retire, sequenced
@@ -182,7 +182,11 @@ class Mover:
             target.location,
             rows,
             f"moving messages from {source.name!r} to {target.name!r}",
-            options={"txnAppId": marker, "txnVersion": str(COPY_TXN_VERSION)},
+            options={
+                **QUEUE_WRITE_OPTIONS,
+                "txnAppId": marker,
+                "txnVersion": str(COPY_TXN_VERSION),
+            },
         )
 
     def _drop(self, source: QueueRecord, marker: str) -> int:

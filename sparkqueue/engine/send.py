@@ -34,7 +34,7 @@ from ..rules.validation import (
     row_problem_column,
 )
 from ..store.registry import QueueRecord
-from ..store.schema import ATTRIBUTES_TYPE, MESSAGE_SCHEMA
+from ..store.schema import ATTRIBUTES_TYPE, MESSAGE_SCHEMA, QUEUE_WRITE_OPTIONS
 from . import fifo
 from .context import QueueContext
 from .fifo import ENTRY_ORDER, deduplication_column, in_entry_order
@@ -247,7 +247,9 @@ def send_entries(ctx: QueueContext, record: QueueRecord, entries: list[SendEntry
         frame = in_entry_order(spark.createDataFrame(ordered, schema))
     else:
         frame = spark.createDataFrame(rows, MESSAGE_SCHEMA)
-    ctx.storage.append(record.location, frame, f"sending to {record.name!r}")
+    ctx.storage.append(
+        record.location, frame, f"sending to {record.name!r}", options=QUEUE_WRITE_OPTIONS
+    )
     if not record.attributes.fifo:
         return ids
     sent = {i: e.deduplication_id for i, e in zip(ids, entries, strict=True)}
@@ -283,7 +285,11 @@ def send_df(
     )
     try:
         written = ctx.storage.append(
-            record.location, rows, f"send_df to {record.name!r}", count=True
+            record.location,
+            rows,
+            f"send_df to {record.name!r}",
+            options=QUEUE_WRITE_OPTIONS,
+            count=True,
         )
     except Exception as error:
         problem = invalid_row_problem(error)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ..clock import to_micros
@@ -16,9 +17,8 @@ from ..errors import (
 from ..limits import MAX_VISIBILITY_SECONDS
 from ..rules import handles
 from ..rules.handles import HandleRef
-from ..store.dml import in_list, target_prefix
+from ..store.dml import in_list
 from ..store.registry import QueueRecord
-from .claim import keyed_merge
 from .context import QueueContext
 
 Outcomes = dict[str, QueueError | None]  # receipt handle -> its error, or None when it applied
@@ -50,38 +50,45 @@ def change_visibility(ctx: QueueContext, name: str, entries: list[tuple[str, int
 def _change(
     ctx: QueueContext, record: QueueRecord, entries: list[tuple[HandleRef, int]]
 ) -> Outcomes:
-    """One MERGE for all entries; only entries it did not update are looked at again."""
-    shards = [ref.shard for ref, _ in entries]
+    """One UPDATE on literal shards, ids and handles (no join); only when it did not update every
+    entry are the rows looked at again."""
+    rows = (
+        in_list("shard", [ref.shard for ref, _ in entries])
+        & in_list("message_id", [ref.message_id for ref, _ in entries])
+        & in_list("receipt_handle", [ref.handle for ref, _ in entries])
+    )
 
     def attempt() -> Outcomes:
         now = ctx.now()
         targets = {ref.handle: now + timedelta(seconds=seconds) for ref, seconds in entries}
-        source = ctx.storage.spark.createDataFrame(
-            [(ref.message_id, ref.handle, targets[ref.handle]) for ref, _ in entries],
-            "message_id string, receipt_handle string, visible_at timestamp",
+        visible_at = _per_handle(targets)
+        ceiling = F.unix_micros(visible_at) - F.unix_micros("handle_issued_at")
+        counts = ctx.storage.change(
+            record.location,
+            rows
+            & (F.col("visible_at") > F.lit(now))
+            & (ceiling <= MAX_VISIBILITY_SECONDS * 1_000_000),
+            ("shard", "message_id"),
+            {"visible_at": visible_at},
         )
-        t = target_prefix(record.location)
-        ceiling = F.unix_micros("s.visible_at") - F.unix_micros(f"{t}handle_issued_at")
-        counts = (
-            keyed_merge(
-                ctx,
-                record,
-                source,
-                shards,
-                F.col(f"{t}receipt_handle") == F.col("s.receipt_handle"),
-            )
-            .update(
-                {"visible_at": F.col("s.visible_at")},
-                (F.col(f"{t}visible_at") > F.lit(now))
-                & (ceiling <= MAX_VISIBILITY_SECONDS * 1_000_000),
-            )
-            .execute()
-        )
-        if counts.all_of(len(entries)):
+        if counts.all_of(len(targets)):
             return {ref.handle: None for ref, _ in entries}
         return _diagnose(ctx, record, entries, now, targets)
 
     return ctx.storage.transact(record.location, attempt, f"changing visibility on {record.name!r}")
+
+
+def _per_handle(targets: dict[str, datetime]) -> Column:
+    """Each row's new visible_at by its handle: one literal when all agree (a heartbeat)."""
+    distinct = set(targets.values())
+    if len(distinct) == 1:
+        return F.lit(distinct.pop())
+    branches = iter(targets.items())
+    handle, at = next(branches)
+    chosen = F.when(F.col("receipt_handle") == handle, F.lit(at))
+    for handle, at in branches:
+        chosen = chosen.when(F.col("receipt_handle") == handle, F.lit(at))
+    return chosen
 
 
 def _diagnose(

@@ -1,6 +1,7 @@
 """MERGE, UPDATE and DELETE, described once and run on either kind of Spark session.
 
-Classic sessions run them through Delta's Python API, whose MERGE reports row counts. Spark Connect
+Classic sessions run them through Delta: MERGE through its Python API, which reports row counts,
+and UPDATE/DELETE through the same plans that API builds, keeping the counts it drops. Spark Connect
 sessions (Databricks serverless and shared clusters) run them through Spark's own
 `DataFrame.mergeInto`, which needs nothing on the server but Delta's SQL extension and reports no
 counts. Either way the caller gets `Counts`, which says plainly when the numbers are unknown.
@@ -129,21 +130,46 @@ def change(
     rows: Column,
     key: tuple[str, ...],
     values: dict[str, Column] | None,
-    *,
-    counted: bool,
 ) -> Counts:
-    """UPDATE (or, without `values`, DELETE) the rows meeting `rows`.
+    """UPDATE (or, without `values`, DELETE) the rows meeting `rows`; what the commit changed.
 
-    Uncounted on a classic session, it is Delta's UPDATE/DELETE (the cheapest commit, but Delta's
-    Python API drops its counts). Counted, or over Spark Connect, it is a MERGE of the rows' `key`
-    columns into the table: the commit itself then reports what it changed, where the session can.
+    On a classic session this is Delta's own UPDATE/DELETE, counted (see `_counted_dml`). Spark
+    Connect has no UPDATE/DELETE API but `mergeInto`: there it is a MERGE of the rows' `key`
+    columns into the table, which reports no counts.
     """
-    if not counted and not connect:
-        table = DeltaTable.forPath(spark, path)
-        table.delete(rows) if values is None else table.update(rows, values)
-        return UNKNOWN
+    if not connect:
+        return _counted_dml(spark, path, rows, values)
     source = spark.read.format("delta").load(path).where(rows)
     keys = source.select([F.col(k).alias(f"{_KEY}{k}") for k in key])
     on = reduce(Column.__and__, [F.col(k) == F.col(f"{_KEY}{k}") for k in key], rows)
     merge = Merge(spark, connect, path, keys, on)
     return (merge.delete() if values is None else merge.update(values)).execute()
+
+
+def _counted_dml(
+    spark: SparkSession, path: str, rows: Column, values: dict[str, Column] | None
+) -> Counts:
+    """Delta's UPDATE/DELETE built and run exactly as `DeltaTable.update/delete` build them, but
+    keeping the `num_affected_rows` their Python API drops: callers then need no read-back to
+    learn what a claim or a delete did. The condition and values stay Spark expressions, so no
+    value is ever pasted into SQL text."""
+    jvm, session = spark._jvm, spark._jsparkSession
+    logical = jvm.org.apache.spark.sql.catalyst.plans.logical
+    table = DeltaTable.forPath(spark, path)._jdt
+    target = table.toDF().queryExecution().analyzed()
+    condition = session.expression(rows._jc)
+    if values is None:
+        plan = logical.DeleteFromTable(target, condition)
+    else:
+        assignments = jvm.java.util.ArrayList()
+        for column, value in values.items():
+            attribute = jvm.org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+            assignments.add(
+                logical.Assignment(attribute.quotedString(column), session.expression(value._jc))
+            )
+        seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(assignments).toSeq()
+        plan = logical.UpdateTable(target, seq, jvm.scala.Some(condition))
+    affected = int(table.toDataset(session, plan).collectAsList().get(0).getLong(0))
+    if affected < 0:  # a metadata-only DELETE of whole files whose row counts Delta lacks
+        return UNKNOWN
+    return Counts(known=True, updated=affected) if values else Counts(known=True, deleted=affected)

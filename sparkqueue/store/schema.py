@@ -14,7 +14,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..limits import CHECKPOINT_INTERVAL, FILE_RETENTION_HOURS, LOG_RETENTION_HOURS
+from ..limits import (
+    CHECKPOINT_INTERVAL,
+    FILE_RETENTION_HOURS,
+    LOG_RETENTION_HOURS,
+    QUEUE_ROWS_PER_FILE,
+)
 
 MESSAGE_SCHEMA = StructType(
     [
@@ -90,15 +95,18 @@ def retention_properties(
     }
 
 
-# Deletion vectors make MERGE/DELETE rewrite only changed rows; compaction is the redrive job's,
+# No deletion vectors: with them every read of a queue runs an extra listing job and a one-row
+# UPDATE several more (measured in docs/performance.md); without them a DML rewrites the files it
+# touches, which QUEUE_WRITE_OPTIONS and compaction keep small. Compaction is the redrive job's,
 # never automatic, because it removes files that consumers are reading (and aborts them).
 QUEUE_TABLE_PROPERTIES = {
-    "delta.enableDeletionVectors": "true",
+    "delta.enableDeletionVectors": "false",
     "delta.autoOptimize.autoCompact": "false",
     "delta.autoOptimize.optimizeWrite": "false",
     **retention_properties(),
     # Every interrupted move leaves one idempotent-write id behind; forget them after a week.
     "delta.setTransactionRetentionDuration": "interval 7 days",
 }
+QUEUE_WRITE_OPTIONS = {"maxRecordsPerFile": str(QUEUE_ROWS_PER_FILE)}
 # FIFO sequence numbers are Delta row ids.
 FIFO_TABLE_PROPERTIES = {**QUEUE_TABLE_PROPERTIES, "delta.enableRowTracking": "true"}

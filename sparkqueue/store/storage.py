@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from ..limits import COMPACTED_FILE_BYTES
 from . import sql
 from .dml import Counts, Merge, change, in_list
 from .locking import process_lock
@@ -35,6 +36,9 @@ INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
+# Compaction bins files up to this size: queue tables have no deletion vectors, so every claim
+# rewrites the file holding its row (see limits.py).
+SMALL_FILES = {"spark.databricks.delta.optimize.maxFileSize": str(COMPACTED_FILE_BYTES)}
 # On a local root VACUUM runs outside the cross-process commit lock, so it must not commit:
 # its START/END audit entries are the only commits it makes.
 LOCAL_VACUUM = {"spark.databricks.delta.vacuum.logging.enabled": "false"}
@@ -162,12 +166,10 @@ class Storage:
         rows: Column,
         key: tuple[str, ...],
         values: dict[str, Column] | None = None,
-        *,
-        counted: bool = False,
     ) -> Counts:
         """UPDATE (or, without `values`, DELETE) the rows meeting `rows`, within the caller's
-        transaction; `counted` asks for what the commit changed (see dml.change)."""
-        return change(self.spark, self.connect, path, rows, key, values, counted=counted)
+        transaction; what the commit changed, where the session reports it (see dml.change)."""
+        return change(self.spark, self.connect, path, rows, key, values)
 
     def change_where(
         self, path: str, condition: Column, what: str, *, values: dict[str, Column] | None = None
@@ -185,7 +187,7 @@ class Storage:
             if not shards:
                 return 0
             rows = in_list("shard", [row.shard for row in shards]) & condition
-            counts = self.change(path, rows, ("shard", "message_id"), values, counted=True)
+            counts = self.change(path, rows, ("shard", "message_id"), values)
             return counts.changed if counts.known else sum(row["count"] for row in shards)
 
         return self.transact(path, attempt, what)
@@ -230,10 +232,11 @@ class Storage:
         )
 
     def optimize(self, path: str, shard: int | None = None) -> None:
-        """Compacts the table (or one shard), retried on conflicts; on a local root the commit
-        lock is held for this one statement only."""
+        """Compacts the table (or one shard) into small files (see SMALL_FILES), retried on
+        conflicts; on a local root the commit lock is held for this one statement only."""
         statement = sql.optimize(path, shard)
-        self.transact(path, lambda: self.spark.sql(statement).collect(), f"compacting {path}")
+        spark = self.interpreted.spark
+        self.transact(path, lambda: spark.sql(statement).collect(), f"compacting {path}")
 
     def vacuum(self, path: str, retain_hours: int) -> None:
         """Deletes files the table stopped using; on a local root without the commit lock (it
@@ -261,11 +264,12 @@ class Storage:
 
 
 def _interpreting_child(spark: SparkSession, local_dir: str | None) -> SparkSession:
-    """A session sharing `spark`'s context, caches and settings, with interpreted expressions."""
+    """A session sharing `spark`'s context, caches and settings, with interpreted expressions
+    (and sparkqueue's own compaction and VACUUM settings)."""
     child = spark.newSession()
     for key, value in spark.conf.getAll.items():
         if spark.conf.isModifiable(key):
             child.conf.set(key, value)
-    for key, value in {**INTERPRETED, **(LOCAL_VACUUM if local_dir else {})}.items():
+    for key, value in {**INTERPRETED, **SMALL_FILES, **(LOCAL_VACUUM if local_dir else {})}.items():
         child.conf.set(key, value)
     return child

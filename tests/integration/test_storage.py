@@ -1,0 +1,43 @@
+"""The storage layer's promises: DML that reports what it changed, and queue tables whose files
+stay small because they have no deletion vectors."""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from sparkqueue.limits import QUEUE_ROWS_PER_FILE
+from sparkqueue.store import sql
+
+from .helpers import queue_table
+
+
+def test_update_and_delete_report_the_rows_their_commit_changed(broker, queue):
+    queue.send_batch([f"m{i}" for i in range(5)])
+    storage, location = broker.storage.interpreted, broker.context.record("work").location
+    key = ("shard", "message_id")
+    mine = F.col("body").isin(["m0", "m1", "m2"])
+
+    updated = storage.change(location, mine, key, {"body": F.concat("body", F.lit("!"))})
+    assert (updated.known, updated.updated, updated.deleted) == (True, 3, 0)
+    assert storage.change(location, mine, key, {"body": F.lit("x")}).all_of(0)  # none left
+
+    deleted = storage.change(location, F.col("body").endswith("!"), key)
+    assert (deleted.known, deleted.deleted) == (True, 3)
+    assert sorted(row.body for row in queue_table(queue).collect()) == ["m3", "m4"]
+
+
+def test_queue_tables_have_no_deletion_vectors_and_small_files(broker, spark):
+    queue = broker.create_queue("wide", shards=1)
+    queue.send_df(
+        spark.range(QUEUE_ROWS_PER_FILE * 2 + 1).select(F.col("id").cast("string").alias("body"))
+    )
+    location = broker.context.record("wide").location
+    detail = broker.storage.detail(location).first()
+    assert detail.properties["delta.enableDeletionVectors"] == "false"
+    assert detail.numFiles == 3  # QUEUE_ROWS_PER_FILE rows at most per file
+
+    message = queue.receive(1)[0]
+    queue.delete(message.receipt_handle)  # rewrites one small file; no deletion vector appears
+    last = broker.storage.spark.sql(sql.describe_history(location, 1)).first()
+    assert last.operation == "DELETE"
+    assert last.operationMetrics.get("numDeletionVectorsAdded", "0") == "0"
