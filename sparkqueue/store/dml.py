@@ -17,29 +17,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import sql
+from .classic import counted_dml
+from .counts import UNKNOWN, Counts
 
 _KEY = "__sparkqueue_key_"  # the key columns of `change`'s MERGE source
-
-
-@dataclass(frozen=True)
-class Counts:
-    """Rows a statement changed, or `known=False` where the session does not report them."""
-
-    known: bool
-    updated: int = 0
-    deleted: int = 0
-    inserted: int = 0
-
-    @property
-    def changed(self) -> int:
-        return self.updated + self.deleted + self.inserted
-
-    def all_of(self, expected: int) -> bool:
-        """True only when the counts are known and exactly `expected` rows changed."""
-        return self.known and self.changed == expected
-
-
-UNKNOWN = Counts(known=False)
 
 
 def target_prefix(path: str) -> str:
@@ -133,43 +114,14 @@ def change(
 ) -> Counts:
     """UPDATE (or, without `values`, DELETE) the rows meeting `rows`; what the commit changed.
 
-    On a classic session this is Delta's own UPDATE/DELETE, counted (see `_counted_dml`). Spark
+    On a classic session this is Delta's own UPDATE/DELETE, counted (see classic.py). Spark
     Connect has no UPDATE/DELETE API but `mergeInto`: there it is a MERGE of the rows' `key`
     columns into the table, which reports no counts.
     """
     if not connect:
-        return _counted_dml(spark, path, rows, values)
+        return counted_dml(spark, path, rows, values)
     source = spark.read.format("delta").load(path).where(rows)
     keys = source.select([F.col(k).alias(f"{_KEY}{k}") for k in key])
     on = reduce(Column.__and__, [F.col(k) == F.col(f"{_KEY}{k}") for k in key], rows)
     merge = Merge(spark, connect, path, keys, on)
     return (merge.delete() if values is None else merge.update(values)).execute()
-
-
-def _counted_dml(
-    spark: SparkSession, path: str, rows: Column, values: dict[str, Column] | None
-) -> Counts:
-    """Delta's UPDATE/DELETE built and run exactly as `DeltaTable.update/delete` build them, but
-    keeping the `num_affected_rows` their Python API drops: callers then need no read-back to
-    learn what a claim or a delete did. The condition and values stay Spark expressions, so no
-    value is ever pasted into SQL text."""
-    jvm, session = spark._jvm, spark._jsparkSession
-    logical = jvm.org.apache.spark.sql.catalyst.plans.logical
-    table = DeltaTable.forPath(spark, path)._jdt
-    target = table.toDF().queryExecution().analyzed()
-    condition = session.expression(rows._jc)
-    if values is None:
-        plan = logical.DeleteFromTable(target, condition)
-    else:
-        assignments = jvm.java.util.ArrayList()
-        for column, value in values.items():
-            attribute = jvm.org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
-            assignments.add(
-                logical.Assignment(attribute.quotedString(column), session.expression(value._jc))
-            )
-        seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(assignments).toSeq()
-        plan = logical.UpdateTable(target, seq, jvm.scala.Some(condition))
-    affected = int(table.toDataset(session, plan).collectAsList().get(0).getLong(0))
-    if affected < 0:  # a metadata-only DELETE of whole files whose row counts Delta lacks
-        return UNKNOWN
-    return Counts(known=True, updated=affected) if values else Counts(known=True, deleted=affected)

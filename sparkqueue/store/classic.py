@@ -1,0 +1,41 @@
+"""The one module that reaches a classic session's JVM, for what Delta's Python API leaves out.
+
+Spark Connect sessions have no JVM on the client, so nothing else in the package may touch one
+(tests/integration/test_connect.py checks it); dml.py calls in here only for classic sessions.
+"""
+
+from __future__ import annotations
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, SparkSession
+
+from .counts import UNKNOWN, Counts
+
+
+def counted_dml(
+    spark: SparkSession, path: str, rows: Column, values: dict[str, Column] | None
+) -> Counts:
+    """Delta's UPDATE/DELETE built and run exactly as `DeltaTable.update/delete` build them, but
+    keeping the `num_affected_rows` their Python API drops: callers then need no read-back to
+    learn what a claim or a delete did. The condition and values stay Spark expressions, so no
+    value is ever pasted into SQL text."""
+    jvm, session = spark._jvm, spark._jsparkSession
+    logical = jvm.org.apache.spark.sql.catalyst.plans.logical
+    table = DeltaTable.forPath(spark, path)._jdt
+    target = table.toDF().queryExecution().analyzed()
+    condition = session.expression(rows._jc)
+    if values is None:
+        plan = logical.DeleteFromTable(target, condition)
+    else:
+        assignments = jvm.java.util.ArrayList()
+        for column, value in values.items():
+            attribute = jvm.org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+            assignments.add(
+                logical.Assignment(attribute.quotedString(column), session.expression(value._jc))
+            )
+        seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(assignments).toSeq()
+        plan = logical.UpdateTable(target, seq, jvm.scala.Some(condition))
+    affected = int(table.toDataset(session, plan).collectAsList().get(0).getLong(0))
+    if affected < 0:  # a metadata-only DELETE of whole files whose row counts Delta lacks
+        return UNKNOWN
+    return Counts(known=True, updated=affected) if values else Counts(known=True, deleted=affected)
