@@ -18,6 +18,7 @@ import pyspark
 from sparkqueue.session import DELTA_CATALOG, DELTA_EXTENSION, delta_maven_coordinate
 
 SPARK_HOME = Path(pyspark.__file__).parent
+CONNECT_IVY_HOME = Path.home() / ".ivy2-sparkqueue-connect"
 
 
 def free_port() -> int:
@@ -91,6 +92,9 @@ def connect_server(work: Path) -> Iterator[str]:
         "spark.sql.shuffle.partitions": "2",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.ui.enabled": "false",
+        # Its own Ivy cache: this server starts while the run's own session resolves the same
+        # jars, and two resolutions into one empty cache break each other's downloads.
+        "spark.jars.ivy": str(CONNECT_IVY_HOME),
     }
     args = [str(SPARK_HOME / "bin" / "spark-submit"), "--packages", delta_maven_coordinate()]
     for key, value in conf.items():
