@@ -41,6 +41,9 @@ IN_FLIGHT_RECOUNT_SHARE = 0.8  # recount every time once the estimate is this cl
 QUEUE_ROWS_PER_FILE = 5_000
 COMPACTED_FILE_BYTES = 1 << 20
 CANDIDATE_SLACK = 8  # extra candidates read, so concurrent receivers pick different rows
+# The worker loop claims batches up to this size through the driver in one commit with the last
+# batch's deletes (engine/exchange.py); bigger ones are staged as receive_df claims.
+EXCHANGE_MAX_BATCH = 100_000
 ATTRIBUTE_CACHE_SECONDS = 5.0  # as in SQS, attribute changes propagate within moments
 CLAIMS_KEPT = timedelta(days=1)  # receive_df results stay re-readable this long after the claim
 MOVE_HOLD = timedelta(hours=12)  # how long a marked row stays hidden if its move is interrupted

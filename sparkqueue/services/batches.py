@@ -1,4 +1,10 @@
-"""The worker loop's Spark side: batches are `receive_df` DataFrames of one queue."""
+"""The worker loop's Spark side over one queue.
+
+On a standard queue each batch is claimed by `exchange.exchange`, in the commit that deletes the
+last batch, and handed to the handler as a DataFrame of the claimed rows held by the driver (it
+never claims again however often it is evaluated). FIFO queues and batches over
+EXCHANGE_MAX_BATCH are `receive_df` claims, and the finished batch is deleted before.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +16,12 @@ from pyspark.sql import functions as F
 
 from ..engine import acknowledge, claim_df, visibility
 from ..engine.context import QueueContext
-from ..errors import InvalidParameterValue
-from ..model import BatchResult
+from ..engine.exchange import exchange
+from ..errors import InvalidParameterValue, ReceiptHandleIsInvalid
+from ..limits import EXCHANGE_MAX_BATCH
+from ..model import MESSAGE_FIELDS, BatchResult, Message
+from ..rules import handles
+from ..store.schema import MESSAGE_FRAME_SCHEMA
 from .heartbeat import Heartbeat
 from .sink import write_once
 from .worker import Batch
@@ -29,10 +39,31 @@ class QueueBatches:
     def visibility_timeout(self) -> int:
         return self._ctx.record(self.name).attributes.visibility_timeout
 
-    def receive_batch(self, size: int, visibility_timeout: int) -> Batch:
-        frame = claim_df.receive_df(self._ctx, self.name, size, visibility_timeout)
-        rows = frame.select("message_id", "receipt_handle").collect()
-        return Batch(frame, {row.message_id: row.receipt_handle for row in rows})
+    def exchange(
+        self, finished: list[str], size: int, visibility_timeout: int
+    ) -> tuple[BatchResult, Batch]:
+        record = self._ctx.record(self.name)
+        if record.attributes.fifo or size > EXCHANGE_MAX_BATCH:
+            done = self.delete_batch(finished) if finished else BatchResult()
+            frame = claim_df.receive_df(self._ctx, self.name, size, visibility_timeout)
+            rows = frame.select("message_id", "receipt_handle").collect()
+            return done, Batch(frame, {row.message_id: row.receipt_handle for row in rows})
+        refs = {handle: handles.parse(record.secret, handle) for handle in finished}
+        turn = exchange(self._ctx.quick, record, list(refs.values()), size, visibility_timeout)
+        failed = {
+            handle: ReceiptHandleIsInvalid.code
+            for handle, ref in refs.items()
+            if ref.message_id in turn.superseded
+        }
+        done = BatchResult([h for h in refs if h not in failed], failed)
+        return done, Batch(
+            self._frame(turn.claimed), {m.message_id: m.receipt_handle for m in turn.claimed}
+        )
+
+    def _frame(self, messages: list[Message]) -> DataFrame:
+        """The claimed messages as a DataFrame of receive_df's columns, held by the driver."""
+        rows = [tuple(getattr(m, name) for name in MESSAGE_FIELDS) for m in messages]
+        return self._ctx.storage.spark.createDataFrame(rows, MESSAGE_FRAME_SCHEMA)
 
     def finished(self, batch: Batch, result: Any) -> list[str]:
         """Every handle when the handler returned None, else those its `succeeded` rows name."""

@@ -1,7 +1,9 @@
 """The worker loop: receive a batch, run the user's function, delete what succeeded.
 
 The loop drives a `BatchSource` (a small protocol; `batches.QueueBatches` is the Spark one), so it
-holds no Spark or Delta logic of its own. A batch is kept invisible by a heartbeat while the
+holds no Spark or Delta logic of its own. What a batch finished is deleted by the same `exchange`
+that claims the next batch (one commit per batch where the queue allows it), and by a last
+`delete_batch` when the loop stops. A batch is kept invisible by a heartbeat while the
 handler runs, and only the messages the handler reports as done are deleted; the rest come back
 after their visibility timeout, so a message that keeps failing reaches the dead-letter queue
 after `max_receive_count` receives. The loop stops after `max_batches`, after `max_empty_polls`
@@ -45,7 +47,11 @@ class BatchSource(Protocol):
 
     def visibility_timeout(self) -> int: ...
 
-    def receive_batch(self, size: int, visibility_timeout: int) -> Batch: ...
+    def exchange(
+        self, finished: list[str], size: int, visibility_timeout: int
+    ) -> tuple[BatchResult, Batch]:
+        """Deletes the finished handles and receives the next batch."""
+        ...
 
     def finished(self, batch: Batch, result: Any) -> list[str]: ...
 
@@ -89,41 +95,48 @@ def consume(
     else:
         interval = max(timeout / 3, MIN_HEARTBEAT_SECONDS)
     stop = stop or threading.Event()
-    counts = {"batches": 0, "received": 0, "deleted": 0, "failed": 0, "handler_errors": 0}
+    counts = {"batches": 0, "received": 0, "deleted": 0, "handler_errors": 0}
+    finished: list[str] = []  # handles of the last batch, deleted with the next claim
     empty_polls = 0
+
+    def settled(result: BatchResult) -> None:
+        counts["deleted"] += len(result.successful)
+        for handle, code in result.failed.items():
+            log.warning(
+                "queue %r: a finished message was not deleted (%s): %s", source.name, code, handle
+            )
+
     with _stop_on_signals(stop) as signalled:
-        while True:
-            if stop.is_set():
-                stopped_by = signalled[0] if signalled else "stop"
-                break
-            if max_batches is not None and counts["batches"] >= max_batches:
-                stopped_by = "max_batches"
-                break
-            batch = source.receive_batch(batch_size, timeout)
-            if not batch.handles:
-                empty_polls += 1
-                if max_empty_polls is not None and empty_polls >= max_empty_polls:
-                    stopped_by = "empty"
+        try:
+            while True:
+                if stop.is_set():
+                    stopped_by = signalled[0] if signalled else "stop"
                     break
-                stop.wait(poll_interval)
-                continue
-            empty_polls = 0
-            outcome = _run(source, handler, batch, timeout, interval, sink)
-            if outcome is None:
-                counts["handler_errors"] += 1
-            for handle, code in (outcome.failed if outcome else {}).items():
-                log.warning(
-                    "queue %r: a finished message was not deleted (%s): %s",
-                    source.name,
-                    code,
-                    handle,
-                )
-            deleted = len(outcome.successful) if outcome else 0
-            counts["batches"] += 1
-            counts["received"] += len(batch.handles)
-            counts["deleted"] += deleted
-            counts["failed"] += len(batch.handles) - deleted
-    return ConsumeReport(**counts, stopped_by=stopped_by)
+                if max_batches is not None and counts["batches"] >= max_batches:
+                    stopped_by = "max_batches"
+                    break
+                result, batch = source.exchange(finished, batch_size, timeout)
+                finished = []
+                settled(result)
+                if not batch.handles:
+                    empty_polls += 1
+                    if max_empty_polls is not None and empty_polls >= max_empty_polls:
+                        stopped_by = "empty"
+                        break
+                    stop.wait(poll_interval)
+                    continue
+                empty_polls = 0
+                done = _run(source, handler, batch, timeout, interval, sink)
+                if done is None:
+                    counts["handler_errors"] += 1
+                finished = done or []
+                counts["batches"] += 1
+                counts["received"] += len(batch.handles)
+        finally:
+            if finished:
+                settled(source.delete_batch(finished))
+    failed = counts["received"] - counts["deleted"]
+    return ConsumeReport(**counts, failed=failed, stopped_by=stopped_by)
 
 
 def _run(
@@ -133,10 +146,10 @@ def _run(
     timeout: int,
     interval: float,
     sink: str | None,
-) -> BatchResult | None:
-    """Runs the handler under a heartbeat, then deletes what it finished; None when it raised.
+) -> list[str] | None:
+    """Runs the handler under a heartbeat; the handles it finished, or None when it raised.
 
-    The delete waits for the heartbeat to stop: each beat is a MERGE on the same rows, and a
+    The heartbeat stops before the handles are deleted: each beat commits to the same rows, and a
     delete racing a fast heartbeat could lose every retry to it.
     """
     finished: list[str] = []
@@ -156,7 +169,7 @@ def _run(
     except Exception:
         log.exception("queue %r: the handler failed; the batch will be received again", source.name)
         return None
-    return source.delete_batch(finished) if finished else BatchResult()
+    return finished
 
 
 @contextmanager

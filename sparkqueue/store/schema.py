@@ -20,6 +20,7 @@ from ..limits import (
     LOG_RETENTION_HOURS,
     QUEUE_ROWS_PER_FILE,
 )
+from ..model import MESSAGE_FIELDS
 
 MESSAGE_SCHEMA = StructType(
     [
@@ -40,6 +41,8 @@ MESSAGE_SCHEMA = StructType(
     ]
 )
 ATTRIBUTES_TYPE = MESSAGE_SCHEMA["attributes"].dataType
+# What receive_df returns and the worker loop hands to a handler: one column per Message field.
+MESSAGE_FRAME_SCHEMA = StructType([MESSAGE_SCHEMA[name] for name in MESSAGE_FIELDS])
 MESSAGE_PARTITIONING = ("shard",)
 
 # What receive_df stages per claim: the claimed rows as they will be, plus what the claim expects.

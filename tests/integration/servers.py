@@ -15,7 +15,13 @@ from pathlib import Path
 
 import pyspark
 
-from sparkqueue.session import DELTA_CATALOG, DELTA_EXTENSION, delta_maven_coordinate
+from sparkqueue.session import (
+    DEFAULTS_FILE,
+    DELTA_CATALOG,
+    DELTA_EXTENSION,
+    delta_maven_coordinate,
+    read_properties,
+)
 
 SPARK_HOME = Path(pyspark.__file__).parent
 CONNECT_IVY_HOME = Path.home() / ".ivy2-sparkqueue-connect"
@@ -95,6 +101,7 @@ def connect_server(work: Path) -> Iterator[str]:
         # Its own Ivy cache: this server starts while the run's own session resolves the same
         # jars, and two resolutions into one empty cache break each other's downloads.
         "spark.jars.ivy": str(CONNECT_IVY_HOME),
+        "spark.jars.excludes": read_properties(DEFAULTS_FILE)["spark.jars.excludes"],
     }
     args = [str(SPARK_HOME / "bin" / "spark-submit"), "--packages", delta_maven_coordinate()]
     for key, value in conf.items():

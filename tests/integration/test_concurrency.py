@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -17,10 +18,11 @@ from .helpers import run_threads
 VISIBILITY = 3600  # long enough that nothing may legitimately come back during a test
 
 
-def _consume(queue, received: list[str], *, batch: int, until) -> None:
-    """Receives and deletes until `until()` says the work is over and the queue looks empty."""
+def _consume(queue, received: list[str], *, batch: int, until, idle_polls: int = 2) -> None:
+    """Receives and deletes until `until()` says the work is over and the queue has looked
+    empty `idle_polls` times in a row."""
     idle = 0
-    while idle < 2 or not until():
+    while idle < idle_polls or not until():
         messages = queue.receive(batch, visibility_timeout=VISIBILITY)
         if not messages:
             idle += 1
@@ -42,7 +44,8 @@ def test_four_threads_receive_each_message_once(spark, broker):
     queue.send_df(spark.range(24).select(F.col("id").cast("string").alias("body")))
     sent = [r.message_id for r in queue.receive_df(24, visibility_timeout=0).collect()]
     received: list[str] = []
-    run_threads([lambda: _consume(queue, received, batch=3, until=lambda: True)] * 4)
+    # Nothing comes back within the test (VISIBILITY): one empty receive means all is taken.
+    run_threads([lambda: _consume(queue, received, batch=3, until=lambda: True, idle_polls=1)] * 4)
     _assert_exactly_once(sent, received)
     assert queue.stats().visible + queue.stats().in_flight == 0
     print(f"conflict retries (4 consumers): {broker.conflict_retries}")
@@ -66,39 +69,48 @@ def test_producer_and_consumers_together(broker):
     print(f"conflict retries (1 producer, 3 consumers): {broker.conflict_retries}")
 
 
-WORKER = """
-import json, sys
-from sparkqueue import Broker, spark_session
-from tests.integration.test_concurrency import _consume
+def share_the_queue(queue, tag: str) -> dict[str, list[str]]:
+    """One process's part: send and take some messages while the other does the same, then
+    take whatever is left."""
+    sent: list[str] = []
+    received: list[str] = []
+    for i in range(2):
+        sent += queue.send_batch([f"{tag}-{i}-a", f"{tag}-{i}-b"])
+        for m in queue.receive(2, visibility_timeout=VISIBILITY):
+            received.append(m.message_id)
+            queue.delete(m.receipt_handle)
+    _consume(queue, received, batch=3, until=lambda: True)
+    return {"sent": sent, "received": received}
 
-root, out, tag = sys.argv[1:4]
+
+CHILD = """
+import json, pathlib, sys
+from sparkqueue import Broker, spark_session
+from tests.integration.test_concurrency import share_the_queue
+
+root, out, ready = sys.argv[1:4]
 queue = Broker(spark_session(), root).get_queue("shared")
-sent, received = [], []
-for i in range(2):
-    sent += queue.send_batch([f"{tag}-{i}-a", f"{tag}-{i}-b"])
-    for m in queue.receive(2, visibility_timeout=3600):
-        received.append(m.message_id)
-        queue.delete(m.receipt_handle)
-_consume(queue, received, batch=3, until=lambda: True)
-json.dump({"sent": sent, "received": received}, open(out, "w"))
+pathlib.Path(ready).touch()  # warm and ready: the parent starts its own part now
+json.dump(share_the_queue(queue, "child"), open(out, "w"))
 """
 
 
 def test_two_processes_share_a_local_root_safely(broker, tmp_path):
-    broker.create_queue("shared")
+    """This process and a child process work one queue at the same time."""
+    queue = broker.create_queue("shared")
     repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    outs = [tmp_path / f"worker{i}.json" for i in range(2)]
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, broker.root, str(out), f"w{i}"], cwd=repo, env=env
-        )
-        for i, out in enumerate(outs)
-    ]
-    assert [w.wait(timeout=900) for w in workers] == [0, 0]
-    results = [json.loads(out.read_text()) for out in outs]
-    sent = [i for r in results for i in r["sent"]]
-    received = [i for r in results for i in r["received"]]
-    _assert_exactly_once(sent, received)
-    stats = broker.get_queue("shared").stats()
+    out, ready = tmp_path / "child.json", tmp_path / "child.ready"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, broker.root, str(out), str(ready)],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
+    deadline = time.monotonic() + 300
+    while not ready.exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    mine = share_the_queue(queue, "parent")
+    assert child.wait(timeout=600) == 0
+    theirs = json.loads(out.read_text())
+    _assert_exactly_once(mine["sent"] + theirs["sent"], mine["received"] + theirs["received"])
+    stats = queue.stats()
     assert (stats.visible, stats.in_flight) == (0, 0)  # no delete commit was lost either

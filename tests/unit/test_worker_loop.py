@@ -21,6 +21,7 @@ class StubQueue:
     def __init__(self, messages: int, *, heartbeat_fails: bool = False) -> None:
         self.waiting = [f"m{i}" for i in range(messages)]
         self.deleted: list[str] = []
+        self.exchanged: list[list[str]] = []  # what each exchange was given to delete
         self.written: list[Any] = []
         self.beats: list[tuple[int, float]] = []
         self.heartbeat_fails = heartbeat_fails
@@ -28,9 +29,13 @@ class StubQueue:
     def visibility_timeout(self) -> int:
         return 30
 
-    def receive_batch(self, size: int, visibility_timeout: int) -> Batch:
+    def exchange(
+        self, finished: list[str], size: int, visibility_timeout: int
+    ) -> tuple[BatchResult, Batch]:
+        self.exchanged.append(list(finished))
+        done = self.delete_batch(finished)
         taken, self.waiting = self.waiting[:size], self.waiting[size:]
-        return Batch(taken, {m: f"h-{m}" for m in taken})
+        return done, Batch(taken, {m: f"h-{m}" for m in taken})
 
     def finished(self, batch: Batch, result: Any) -> list[str]:
         done = batch.frame if result is None else result
@@ -71,6 +76,29 @@ def test_deletes_what_the_handler_finished_and_leaves_the_rest():
     assert queue.deleted == ["h-m0", "h-m1", "h-m3", "h-m4"]
     assert (report.batches, report.received, report.deleted, report.failed) == (3, 5, 4, 1)
     assert report.stopped_by == "empty"
+
+
+def test_each_batch_is_deleted_by_the_next_exchange_and_the_last_on_the_way_out():
+    queue = StubQueue(5)
+    report = run(queue, lambda batch: None, max_batches=2)
+    assert queue.exchanged == [[], ["h-m0", "h-m1"]]
+    assert queue.deleted == ["h-m0", "h-m1", "h-m2", "h-m3"]
+    assert (report.batches, report.deleted, report.stopped_by) == (2, 4, "max_batches")
+
+
+def test_a_failing_exchange_still_deletes_the_finished_batch():
+    queue = StubQueue(4)
+    exchange = queue.exchange
+
+    def fails_second(finished, size, visibility_timeout):
+        if finished:
+            raise RuntimeError("the table is gone")
+        return exchange(finished, size, visibility_timeout)
+
+    queue.exchange = fails_second  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="gone"):
+        run(queue, lambda batch: None)
+    assert queue.deleted == ["h-m0", "h-m1"]
 
 
 def test_a_raising_handler_deletes_nothing_of_its_batch():

@@ -1,31 +1,20 @@
-"""The benchmark behind DESIGN.md's bars: `python -m sparkqueue.bench [--smoke] [--master URL]`.
-
-Scenarios: bulk enqueue (`send_df`), bulk drain (`receive_df` + `delete_df`), single-message
-`receive(1)`/`delete` latency and its drift, 4 consumer threads with and without a producer, and one
-redrive pass over a large queue with expired receives. Prints a table, writes `bench.json` and
-`bench.png` (latency over the run; throughput per scenario) into `--out`.
-"""
+"""The benchmark's scenarios: each builds its queues on a broker, runs, and returns its figures."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields, replace
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from .broker import Broker
-from .session import spark_session
-from .testing import FakeClock
+from ..broker import Broker
+from ..testing import FakeClock
 
 BODY_BYTES = 100
 WARM_UP_ROUNDS = 2  # bulk sends before the timed one: JIT-compiled, like a long-running job
@@ -43,6 +32,9 @@ class Sizes:
     consumers: int = 4
     redrive_messages: int = 1_000_000
     expired: int = 10_000
+    worker_backlog: int = 300_000
+    worker_seconds: float = 45.0
+    worker_batches: str = "10,100,1000,10000"  # the worker loop's batch sizes, each with 1 and 4
 
 
 SMOKE = Sizes(
@@ -54,6 +46,9 @@ SMOKE = Sizes(
     consumers=2,
     redrive_messages=2_000,
     expired=100,
+    worker_backlog=300,
+    worker_seconds=2.0,
+    worker_batches="10",
 )
 
 
@@ -185,7 +180,53 @@ def redrive(spark: SparkSession, root: str, sizes: Sizes) -> dict[str, float]:
     return {"redrive_s": took, "released": report.released}
 
 
-SCENARIOS = ("bulk", "latency", "load", "redrive")
+def worker(broker: Broker, sizes: Sizes) -> dict[str, Any]:
+    """`consume` with a no-op handler for `worker_seconds` per batch size, with 1 worker and with
+    4 in one driver (threads), on a backlog topped up to `worker_backlog` before each run."""
+    queue = broker.create_queue("worker", visibility_timeout=600)
+    waiting = 0
+    figures: dict[str, Any] = {}
+    for batch in [int(size) for size in sizes.worker_batches.split(",")]:
+        for workers in (1, WORKERS):
+            if waiting < sizes.worker_backlog:
+                queue.send_df(bodies(broker.spark, sizes.worker_backlog - waiting))
+                waiting = sizes.worker_backlog
+            took, reports = timed(
+                lambda b=batch, w=workers: _loops(queue, b, w, sizes.worker_seconds)
+            )
+            deleted = sum(report.deleted for report in reports)
+            waiting -= deleted
+            figures[f"batch {batch}, {workers} worker{'s' if workers > 1 else ''}"] = {
+                "batch": batch,
+                "workers": workers,
+                "deleted": deleted,
+                "per_s": deleted / took,
+            }
+    return figures
+
+
+def _loops(queue: Any, batch: int, workers: int, seconds: float) -> list[Any]:
+    """Runs `workers` worker loops on threads for `seconds`; their reports."""
+    stop = threading.Event()
+    reports: list[Any] = []
+
+    def loop() -> None:
+        reports.append(
+            queue.consume(lambda frame: None, batch_size=batch, stop=stop, poll_interval=0)
+        )
+
+    threads = [threading.Thread(target=loop) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)  # the measurement window
+    stop.set()
+    for thread in threads:
+        thread.join()
+    return reports
+
+
+WORKERS = 4  # the worker scenario's "many workers in one driver"
+SCENARIOS = ("bulk", "latency", "load", "redrive", "worker")
 
 
 def run(
@@ -205,6 +246,8 @@ def run(
         )
     if "redrive" in scenarios:
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
+    if "worker" in scenarios:
+        results["worker"] = worker(broker, sizes)
     results["machine"] = {
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -212,117 +255,3 @@ def run(
         "spark": spark.version,
     }
     return results
-
-
-def table(results: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(what, figure, bar) rows for docs/performance.md and the console, for the scenarios that ran."""
-    rows: list[tuple[str, str, str]] = []
-    if "bulk" in results:
-        bulk_ = results["bulk"]
-        rows += [
-            ("enqueue (send_df)", f"{bulk_['enqueue_per_s']:,.0f} msg/s", ">= 250,000 msg/s"),
-            (
-                "drain (receive_df + delete_df)",
-                f"{bulk_['drain_per_s']:,.0f} msg/s",
-                ">= 100,000 msg/s",
-            ),
-        ]
-    if "latency" in results:
-        latency_ = results["latency"]
-        rows += [
-            (
-                "receive(1) p50 / p99",
-                f"{latency_['receive_p50_ms']:.0f} / {latency_['receive_p99_ms']:.0f} ms",
-                "<= 300 / 1,000 ms",
-            ),
-            (
-                "delete p50 / p99",
-                f"{latency_['delete_p50_ms']:.0f} / {latency_['delete_p99_ms']:.0f} ms",
-                "<= 300 / 1,000 ms",
-            ),
-            ("receive p50 drift (last / first)", f"{latency_['drift']:.2f}x", "<= 1.3x"),
-        ]
-    if "load_alone" in results:
-        alone, loaded = results["load_alone"], results["load_with_producer"]
-        rows += [
-            (
-                "consumers alone / with producer",
-                f"{alone['per_s']:.1f} / {loaded['per_s']:.1f} msg/s ({results['load_ratio']:.0%})",
-                ">= 70%",
-            ),
-            (
-                "duplicates / losses under load",
-                f"{alone['duplicates'] + loaded['duplicates']} / {alone['lost'] + loaded['lost']}",
-                "0 / 0",
-            ),
-        ]
-    if "redrive" in results:
-        rows.append(("redrive pass", f"{results['redrive']['redrive_s']:.1f} s", "<= 10 s"))
-    return rows
-
-
-def chart(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (over_time, per_scenario) = plt.subplots(1, 2, figsize=(12, 4.5))
-    if "latency" in results:
-        over_time.plot(results["latency"]["receive_ms"], label="receive(1)", linewidth=0.6)
-        over_time.plot(results["latency"]["delete_ms"], label="delete", linewidth=0.6)
-        over_time.legend()
-    over_time.set(title="single-message latency", xlabel="operation", ylabel="ms")
-    figures = {
-        "enqueue": ("bulk", "enqueue_per_s"),
-        "drain": ("bulk", "drain_per_s"),
-        "consumers": ("load_alone", "per_s"),
-        "consumers+producer": ("load_with_producer", "per_s"),
-    }
-    scenarios = {
-        label: results[scenario][key]
-        for label, (scenario, key) in figures.items()
-        if scenario in results
-    }
-    per_scenario.bar(list(scenarios), list(scenarios.values()))
-    per_scenario.set(title="throughput", ylabel="messages/s", yscale="log")
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--smoke", action="store_true", help="tiny sizes: a check that runs in seconds"
-    )
-    parser.add_argument("--master", help="run against this cluster (spark://host:7077)")
-    parser.add_argument("--root", help="where the queues go (default: a fresh temporary folder)")
-    parser.add_argument("--out", default="benchmarks/results", help="folder for bench.json/png")
-    parser.add_argument(
-        "--only",
-        action="append",
-        choices=SCENARIOS,
-        help="run only this scenario (repeatable; default: all)",
-    )
-    for field in fields(Sizes):
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default))
-    args = parser.parse_args(argv)
-    sizes = SMOKE if args.smoke else Sizes()
-    changes = {f.name: getattr(args, f.name) for f in fields(Sizes)}
-    sizes = replace(sizes, **{name: value for name, value in changes.items() if value is not None})
-    conf = {"spark.master": args.master} if args.master else {}
-    spark = spark_session(**conf)
-    root = args.root or tempfile.mkdtemp(prefix="sparkqueue-bench-")
-    results = run(spark, root, sizes, args.only or SCENARIOS)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    chart(results, out / "bench.png")
-    for what, figure, bar in table(results):
-        print(f"{what:<34} {figure:>32}   bar {bar}")
-    return results
-
-
-if __name__ == "__main__":
-    main()

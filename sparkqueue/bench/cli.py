@@ -1,0 +1,48 @@
+"""`python -m sparkqueue.bench`: runs the scenarios, prints the table, writes bench.json/png."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from ..session import spark_session
+from .report import chart, table
+from .scenarios import SCENARIOS, SMOKE, Sizes, run
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a check that runs in seconds"
+    )
+    parser.add_argument("--master", help="run against this cluster (spark://host:7077)")
+    parser.add_argument("--root", help="where the queues go (default: a fresh temporary folder)")
+    parser.add_argument("--out", default="benchmarks/results", help="folder for bench.json/png")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=SCENARIOS,
+        help="run only this scenario (repeatable; default: all)",
+    )
+    for field in fields(Sizes):
+        parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default))
+    args = parser.parse_args(argv)
+    sizes = SMOKE if args.smoke else Sizes()
+    changes = {f.name: getattr(args, f.name) for f in fields(Sizes)}
+    sizes = replace(sizes, **{name: value for name, value in changes.items() if value is not None})
+    conf = {"spark.master": args.master} if args.master else {}
+    spark = spark_session(**conf)
+    root = args.root or tempfile.mkdtemp(prefix="sparkqueue-bench-")
+    results = run(spark, root, sizes, args.only or SCENARIOS)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    chart(results, out / "bench.png")
+    for what, figure, bar in table(results):
+        print(f"{what:<34} {figure:>32}   bar {bar}")
+    return results

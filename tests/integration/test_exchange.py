@@ -1,0 +1,84 @@
+"""The worker loop's exchange: the finished batch deleted and the next claimed, in one commit."""
+
+from __future__ import annotations
+
+from delta.tables import DeltaTable
+from pyspark.sql import functions as F
+
+from sparkqueue.engine import exchange as exchange_module
+from sparkqueue.engine.exchange import exchange
+from sparkqueue.rules import handles
+from tests.integration.helpers import queue_table
+
+
+def refs(queue, messages):
+    secret = queue._ctx.record(queue.name).secret
+    return [handles.parse(secret, m.receipt_handle) for m in messages]
+
+
+def version(spark, queue) -> int:
+    location = queue._ctx.record(queue.name).location
+    return DeltaTable.forPath(spark, location).history(1).first().version
+
+
+def test_one_commit_deletes_the_finished_batch_and_claims_the_next(spark, queue):
+    queue.send_batch(["a", "b", "c", "d"])
+    ctx, record = queue._ctx.quick, queue._ctx.record(queue.name)
+    first = exchange(ctx, record, [], 2, 60)
+    before = version(spark, queue)
+
+    second = exchange(ctx, record, refs(queue, first.claimed), 2, 60)
+
+    assert version(spark, queue) == before + 1
+    assert second.superseded == set()
+    assert {m.body for m in first.claimed + second.claimed} == {"a", "b", "c", "d"}
+    left = queue_table(queue).collect()
+    assert {(r.message_id, r.receipt_handle) for r in left} == {
+        (m.message_id, m.receipt_handle) for m in second.claimed
+    }
+    assert [m.receive_count for m in second.claimed] == [1, 1]
+
+
+def test_a_superseded_handle_is_reported_and_the_rest_still_happens(queue, clock):
+    queue.send_batch(["a", "b"])
+    ctx, record = queue._ctx.quick, queue._ctx.record(queue.name)
+    held = exchange(ctx, record, [], 2, 30).claimed
+    clock.advance(31)  # both come back, and another receiver takes one of them again
+    [again] = queue.receive(1, visibility_timeout=300)
+
+    turn = exchange(ctx, record, refs(queue, held), 5, 300)
+
+    assert turn.superseded == {again.message_id}
+    assert turn.claimed == []  # the other one was finished: deleted, not claimed again
+    assert [r.message_id for r in queue_table(queue).collect()] == [again.message_id]
+
+
+def test_candidates_won_by_another_receiver_are_left_out(queue, monkeypatch):
+    """Another driver (on object storage nothing serialises the two) claims a candidate between
+    this exchange's read and its MERGE: the MERGE skips it and the exchange returns the rest."""
+    queue.send_batch(["a", "b"])
+    ctx, record = queue._ctx.quick, queue._ctx.record(queue.name)
+    real = exchange_module.candidates
+    stolen = []
+
+    def raced(*args):
+        found = real(*args)
+        if not stolen:
+            stolen.append(found[0].message_id)
+            ctx.storage.change(  # that driver's claim: a new handle, one more receive
+                record.location,
+                F.col("message_id") == stolen[0],
+                ("shard", "message_id"),
+                {"receipt_handle": F.lit("theirs"), "receive_count": F.lit(1)},
+            )
+        return found
+
+    monkeypatch.setattr(exchange_module, "candidates", raced)
+    turn = exchange(ctx, record, [], 10, 300)
+
+    assert len(turn.claimed) == 1 and turn.claimed[0].message_id != stolen[0]
+    holders = {r.message_id: r.receipt_handle for r in queue_table(queue).collect()}
+    assert holders == {
+        stolen[0]: "theirs",
+        turn.claimed[0].message_id: turn.claimed[0].receipt_handle,
+    }
