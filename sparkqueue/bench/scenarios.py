@@ -46,8 +46,8 @@ SMOKE = Sizes(
     consumers=2,
     redrive_messages=2_000,
     expired=100,
-    worker_backlog=300,
-    worker_seconds=2.0,
+    worker_backlog=200,
+    worker_seconds=1.0,
     worker_batches="10",
 )
 

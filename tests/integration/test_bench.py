@@ -16,6 +16,11 @@ def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path
         assert results[scenario]["delivered"] > 0
         assert results[scenario]["duplicates"] == results[scenario]["lost"] == 0
     assert results["redrive"]["released"] == 100
+    assert [(run["batch"], run["workers"]) for run in results["worker"].values()] == [
+        (10, 1),
+        (10, 4),
+    ]
+    assert all(run["deleted"] > 0 for run in results["worker"].values())
     assert json.loads((tmp_path / "bench.json").read_text())["sizes"]["messages"] == 2_000
     assert (tmp_path / "bench.png").stat().st_size > 0
     assert "redrive pass" in capsys.readouterr().out

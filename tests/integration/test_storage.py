@@ -1,7 +1,11 @@
-"""The storage layer's promises: DML that reports what it changed, and queue tables whose files
-stay small because they have no deletion vectors."""
+"""The storage layer's promises: DML that reports what it changed, queue tables whose files
+stay small because they have no deletion vectors, and lean commits on local roots."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlparse
 
 from pyspark.sql import functions as F
 
@@ -41,3 +45,12 @@ def test_queue_tables_have_no_deletion_vectors_and_small_files(broker, spark):
     last = broker.storage.spark.sql(sql.describe_history(location, 1)).first()
     assert last.operation == "DELETE"
     assert last.operationMetrics.get("numDeletionVectorsAdded", "0") == "0"
+
+
+def test_a_commit_on_a_local_root_adds_two_log_entries(broker, queue):
+    """The commit file and Delta's checksum, without Hadoop's `.crc` sidecars for each."""
+    log = Path(urlparse(broker.context.record("work").location).path) / "_delta_log"
+    before = set(os.listdir(log))
+    queue.send("one more commit")
+    added = set(os.listdir(log)) - before
+    assert sorted(Path(name).suffix for name in added) == [".crc", ".json"], added
