@@ -9,6 +9,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
+from sparkqueue.engine import claim
 from sparkqueue.errors import InvalidParameterValue, OverLimit
 from sparkqueue.limits import IN_FLIGHT_LIMITS
 from tests.integration.helpers import run_threads
@@ -152,3 +153,22 @@ def test_threads_and_queue_objects_share_the_in_flight_limit(spark, broker, monk
     run_threads([lambda q=q: receive(q) for q in queues for _ in range(2)])
     assert 0 < sum(claimed) <= 5  # without a shared gauge, four threads claimed 3 each
     assert broker.get_queue("small").stats().in_flight == sum(claimed)
+
+
+def test_a_deep_queue_is_read_one_shard_at_a_time_and_drains_completely(spark, broker):
+    """Once a read finds enough in one shard, receives read one shard and stop early; when that
+    shard runs dry they fall back to the others, and the queue still drains exactly once."""
+    queue = broker.create_queue("deep", shards=2)
+    queue.send_df(spark.range(80).select(F.col("id").cast("string").alias("body")))
+    location = broker.context.record("deep").location
+    received: list[str] = []
+    deep_reads = 0
+    while True:
+        one_shard = claim._deep.get(location, False)  # the path this receive will take
+        batch = queue.receive(10)
+        if not batch:
+            break
+        deep_reads += one_shard
+        received += [m.body for m in batch]
+    assert sorted(received, key=int) == [str(i) for i in range(80)]
+    assert deep_reads > 0
