@@ -170,3 +170,24 @@ def test_write_once_quotes_its_key_and_refuses_one_it_cannot(broker, spark, tmp_
     with pytest.raises(InvalidParameterValue, match="without backticks"):
         broker.write_once(odd, str(tmp_path / "odd"), key="we`ird")
     assert not (tmp_path / "odd").exists()
+
+
+def test_two_worker_loops_on_threads_deliver_each_message_once(queue):
+    """Concurrent exchanges (each deleting its last batch while claiming the next) on one queue."""
+    sent = set(queue.send_batch([f"job {i}" for i in range(30)]))
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def handler(batch):
+        with lock:
+            seen.extend(row.message_id for row in batch.select("message_id").collect())
+
+    def loop():
+        queue.consume(
+            handler, batch_size=4, visibility_timeout=3600, max_empty_polls=1, poll_interval=0
+        )
+
+    run_threads([loop, loop])
+
+    assert sorted(seen) == sorted(sent)  # every message once: none lost, none twice
+    assert queue.stats().visible + queue.stats().in_flight == 0  # every batch was deleted
