@@ -48,6 +48,8 @@ def test_upkeep_never_holds_the_lock_for_long(broker, spark, clock):
     done.set()
     poller.join()
 
-    # Before, the lock was held across the whole compaction and VACUUM of the table.
-    assert max(waits) < took / 3, (max(waits), took)
+    # Held across the whole compaction and VACUUM (the old behaviour), the longest wait is about
+    # the whole round. Held per shard, it is one shard's compaction: the first, cold one took up to
+    # 35% of a round of 8 shards here, so half the round separates the two with room to spare.
+    assert max(waits) < took / 2, (max(waits), took)
     assert queue.stats().visible == 1600
