@@ -15,9 +15,10 @@ from ..rules import handles
 from ..rules.handles import HandleRef
 from ..store.dml import in_list, target_prefix
 from ..store.registry import QueueRecord
-from . import fifo
+from . import fifo, ranges
 from .claim import keyed_merge
 from .context import QueueContext
+from .ranges import RangeClaim
 
 
 def delete(ctx: QueueContext, name: str, receipt_handle: str) -> None:
@@ -73,8 +74,14 @@ def delete_refs(ctx: QueueContext, record: QueueRecord, refs: list[HandleRef]) -
 
 
 def delete_df(ctx: QueueContext, name: str, df: DataFrame) -> BatchResult:
-    """Deletes the messages whose handles are in `df.receipt_handle`, in one transaction."""
+    """Deletes the messages whose handles are in `df.receipt_handle`, in one transaction.
+
+    The very DataFrame a standard queue's `receive_df` returned is deleted by its claim, with no
+    join (see ranges.py); any other goes handle by handle."""
     record = ctx.record(name)
+    claim = ranges.claim_of(df, record.location)
+    if claim is not None:
+        return _delete_claim(ctx, record, df, claim)
     parsed = (
         df.select(F.col("receipt_handle").cast("string").alias("receipt_handle"))
         .distinct()
@@ -104,6 +111,39 @@ def delete_df(ctx: QueueContext, name: str, df: DataFrame) -> BatchResult:
     )
     successful = [row.receipt_handle for row in valid if row.receipt_handle not in failed]
     return BatchResult(successful=successful, failed=failed)
+
+
+def _delete_claim(
+    ctx: QueueContext, record: QueueRecord, frame: DataFrame, claim: RangeClaim
+) -> BatchResult:
+    """Deletes the rows in the claim's range that still hold the handles it issued; when the
+    commit says that was all of them, every handle succeeded, else those whose message is still
+    there (received again since, or moved) failed, as handle by handle."""
+    storage = ctx.storage
+    counts = storage.transact(
+        record.location,
+        lambda: storage.change(record.location, claim.held(record.secret), ("shard", "message_id")),
+        f"deleting a claim from {record.name!r}",
+    )
+    rows = frame.select("message_id", "receipt_handle").collect()
+    if counts.all_of(claim.count):
+        return BatchResult(successful=[row.receipt_handle for row in rows])
+    still_there = {
+        row.message_id
+        for row in ctx.read(record)
+        .where(claim.rows())
+        .join(frame.select("message_id"), "message_id", "left_semi")
+        .select("message_id")
+        .collect()
+    }
+    return BatchResult(
+        successful=[row.receipt_handle for row in rows if row.message_id not in still_there],
+        failed={
+            row.receipt_handle: ReceiptHandleIsInvalid.code
+            for row in rows
+            if row.message_id in still_there
+        },
+    )
 
 
 def _delete_matching(

@@ -119,21 +119,30 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
         return deliverable.select(*_collected_columns()).limit(wanted).collect()
     visible = ctx.read(record).where(claimable(now, attrs)).select(*_collected_columns())
     first, want = random.randrange(attrs.shards), wanted + CANDIDATE_SLACK
-    if _deep.get(record.location):
+    if is_deep(record.location):
         found = visible.where(F.col("shard") == first).limit(want).collect()
         if len(found) < want:
-            _deep[record.location] = False
+            mark_deep(record.location, False)
             others = visible.where(F.col("shard") != first).limit(want - len(found)).collect()
             found += others
     else:
         nearness = F.pmod(F.col("shard") - first, F.lit(attrs.shards))
         found = visible.orderBy(nearness).limit(want).collect()
-        _deep[record.location] = len(found) == want and found[-1].shard == first
+        mark_deep(record.location, len(found) == want and found[-1].shard == first)
     return random.sample(found, min(len(found), wanted))
 
 
 # Per queue table: whether this process's last candidate read found enough in one shard.
 _deep: dict[str, bool] = {}
+
+
+def is_deep(location: str) -> bool:
+    """Whether one shard of this queue was enough for the last claim (then read it alone)."""
+    return _deep.get(location, False)
+
+
+def mark_deep(location: str, deep: bool) -> None:
+    _deep[location] = deep
 
 
 def _claim_rows(

@@ -1,15 +1,18 @@
 """`receive_df`: a claim of up to millions of messages, made once, whose result stays readable.
 
-The claimed rows are first staged in the queue's claims table (partitioned by claim id), then one
-MERGE applies them to the queue; rows another receiver claimed first are trimmed from the stage.
-The DataFrame returned reads the stage, so evaluating it again never claims again.
+The claimed rows are first staged in the queue's claims table (partitioned by claim id), then
+applied to the queue; the DataFrame returned reads the stage, so evaluating it again never claims
+again. A standard queue claims by range, one UPDATE on literal predicates (see ranges.py); a FIFO
+queue applies its group prefixes with one MERGE that fails whole if any row changed (see fifo.py),
+and rows another receiver claimed first are trimmed from the stage.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+import random
+from datetime import datetime, timedelta
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..model import MESSAGE_FIELDS
@@ -17,11 +20,12 @@ from ..rules import handles
 from ..store.dml import in_list, target_prefix
 from ..store.registry import QueueRecord
 from ..store.schema import CLAIMS_PARTITIONING, CLAIMS_SCHEMA, QUEUE_TABLE_PROPERTIES
-from . import fifo
-from .claim import claim_update, count_in_flight, keyed_merge
+from . import fifo, ranges
+from .claim import claim_update, claim_values, count_in_flight, is_deep, keyed_merge, mark_deep
 from .conditions import claimable
 from .context import QueueContext
 from .inflight import gauge
+from .ranges import RangeClaim
 
 _APPLIED = (
     "receipt_handle",
@@ -46,81 +50,141 @@ def receive_df(
     )
     attrs = record.attributes
     in_flight = gauge(record.location, attrs.fifo)
+    seconds = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
 
-    def attempt() -> str:
+    def attempt() -> tuple[str, RangeClaim | None]:
         now = ctx.now()
         granted = in_flight.reserve(
             max_messages, lambda: count_in_flight(ctx, record, now), f"queue {record.name!r}"
         )
         claimed = 0
+        claim = _Claim(ctx, record, claims_path, now, seconds)
         try:
-            token, claimed = _stage_and_apply(ctx, record, claims_path, granted, visibility_timeout)
+            if attrs.fifo:
+                claimed = claim.groups(granted)
+                return claim.token, None
+            by_range = claim.ranges(granted)
+            claimed = by_range.count
+            return claim.token, by_range
+        except Exception:
+            _discard(ctx, claims_path, claim.token)  # so the stage never shows rows not claimed
+            raise
         finally:
             in_flight.settle(granted, claimed)
-        return token
 
-    token = storage.transact(record.location, attempt, f"receiving from {record.name!r}")
-    return storage.read(claims_path).where(F.col("claim_id") == token).select(*MESSAGE_FIELDS)
+    token, by_range = storage.transact(record.location, attempt, f"receiving from {record.name!r}")
+    frame = storage.read(claims_path).where(F.col("claim_id") == token).select(*MESSAGE_FIELDS)
+    return ranges.remember(frame, by_range) if by_range is not None and by_range.count else frame
 
 
-def _stage_and_apply(
-    ctx: QueueContext,
-    record: QueueRecord,
-    claims_path: str,
-    wanted: int,
-    visibility_timeout: int | None,
-) -> tuple[str, int]:
-    """Stages up to `wanted` claims and applies them; returns the claim id and how many won."""
-    storage = ctx.storage
-    attrs = record.attributes
-    now = ctx.now()
-    token = handles.new_token()
-    seconds = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
-    table = ctx.read(record)
-    candidates = (
-        fifo.deliverable(table, now, attrs, token)
-        if attrs.fifo
-        else table.where(claimable(now, attrs))
-    )
-    staged = (
-        candidates.limit(wanted)
-        .withColumns(
-            {
-                "expected_count": F.col("receive_count"),
-                "receipt_handle": handles.issue_column(
-                    record.secret, token, F.col("shard"), F.col("message_id")
-                ),
-                "visible_at": F.lit(now + timedelta(seconds=seconds)),
-                "receive_count": F.col("receive_count") + 1,
-                "first_received_at": F.coalesce("first_received_at", F.lit(now)),
-                "handle_issued_at": F.lit(now),
-                "claim_id": F.lit(token),
-            }
+class _Claim:
+    """One attempt at a claim: stage the rows, apply them to the queue, settle the stage."""
+
+    def __init__(
+        self,
+        ctx: QueueContext,
+        record: QueueRecord,
+        claims_path: str,
+        now: datetime,
+        seconds: int,
+    ) -> None:
+        self.ctx, self.record, self.claims_path, self.now = ctx, record, claims_path, now
+        self.token = handles.new_token()
+        self.values = claim_values(now, now + timedelta(seconds=seconds))
+
+    def _handle(self) -> Column:
+        return handles.issue_column(
+            self.record.secret, self.token, F.col("shard"), F.col("message_id")
         )
-        .select(*CLAIMS_SCHEMA.names)
-    )
-    storage.append(claims_path, staged, f"staging a claim on {record.name!r}")
-    claimed = storage.read(claims_path).where(F.col("claim_id") == token)
-    per_shard = claimed.groupBy("shard").count().collect()
-    if not per_shard:
-        return token, 0
-    shards = [row["shard"] for row in per_shard]
-    try:
+
+    def _stage(self, rows: DataFrame, observe: list[Column]) -> dict[str, object]:
+        """Appends `rows` as they will be once claimed; the aggregates `observe` named."""
+        staged = rows.withColumns(
+            {
+                **self.values,
+                "expected_count": F.col("receive_count"),
+                "receipt_handle": self._handle(),
+                "claim_id": F.lit(self.token),
+            }
+        ).select(*CLAIMS_SCHEMA.names)
+        what = f"staging a claim on {self.record.name!r}"
+        return self.ctx.storage.append(self.claims_path, staged, what, observe=observe)
+
+    def ranges(self, wanted: int) -> RangeClaim:
+        """A standard queue's claim: the lowest ids of one random shard (a deep queue), else of
+        the shards in order of nearness to it; then one UPDATE by range."""
+        record, attrs, storage = self.record, self.record.attributes, self.ctx.storage
+        before = storage.version(record.location)
+        visible = self.ctx.read(record).where(claimable(self.now, attrs))
+        first = random.randrange(attrs.shards)
+        bounds: dict[int, tuple[str, int]] = {}
+        if is_deep(record.location):
+            in_first = visible.where(F.col("shard") == first).orderBy("message_id")
+            bounds = self._stage_lowest(in_first, [first], wanted)
+            visible = visible.where(F.col("shard") != first)
+        remaining = wanted - sum(rows for _, rows in bounds.values())
+        if remaining > 0:
+            nearness = F.pmod(F.col("shard") - first, F.lit(attrs.shards))
+            ordered = visible.orderBy(nearness, "message_id")
+            bounds |= self._stage_lowest(ordered, list(range(attrs.shards)), remaining)
+        mark_deep(record.location, bounds.get(first, ("", 0))[1] == wanted)
+        claim = RangeClaim(
+            record.location,
+            self.token,
+            tuple((shard, highest) for shard, (highest, _) in sorted(bounds.items())),
+            sum(rows for _, rows in bounds.values()),
+        )
+        if not claim.count:
+            return claim
+        counts = storage.change(
+            record.location,
+            claim.rows() & claimable(self.now, attrs),
+            ("shard", "message_id"),
+            {**self.values, "receipt_handle": self._handle()},
+        )
+        # Only when no other commit came between the read and this one does an equal count
+        # prove the UPDATE claimed exactly the staged rows (see ranges.py).
+        if counts.all_of(claim.count) and storage.version(record.location) == before + 1:
+            return claim
+        release = {
+            "receipt_handle": F.lit(None).cast("string"),
+            "handle_issued_at": F.lit(None).cast("timestamp"),
+            "visible_at": F.lit(self.now),
+            "receive_count": F.col("receive_count") - 1,
+            "first_received_at": F.when(F.col("receive_count") > 1, F.col("first_received_at")),
+        }
+        won = ranges.reconcile(
+            storage, record.location, self.claims_path, claim, record.secret, release
+        )
+        return RangeClaim(claim.location, claim.token, claim.bounds, won)
+
+    def _stage_lowest(
+        self, ordered: DataFrame, shards: list[int], wanted: int
+    ) -> dict[int, tuple[str, int]]:
+        observed = self._stage(ordered.limit(wanted), ranges.bounds_observed(shards))
+        return ranges.bounds_of(observed, shards)
+
+    def groups(self, wanted: int) -> int:
+        """A FIFO claim: group prefixes staged, then one MERGE that fails whole if any changed."""
+        ctx, record = self.ctx, self.record
+        prefixes = fifo.deliverable(ctx.read(record), self.now, record.attributes, self.token)
+        self._stage(prefixes.limit(wanted), [])
+        claimed = ctx.storage.read(self.claims_path).where(F.col("claim_id") == self.token)
+        per_shard = claimed.groupBy("shard").count().collect()
+        if not per_shard:
+            return 0
+        shards = [row["shard"] for row in per_shard]
         merge = claim_update(
             keyed_merge(ctx, record, claimed, shards),
-            now,
-            attrs,
+            self.now,
+            record.attributes,
             {name: F.col(f"s.{name}") for name in _APPLIED},
         )
         counts = merge.execute()
-    except Exception:
-        _discard(ctx, claims_path, token)
-        raise
-    staged_count = sum(row["count"] for row in per_shard)
-    if counts.all_of(staged_count):
-        return token, staged_count
-    won = _drop_lost_claims(ctx, record, claims_path, token, shards)
-    return token, won
+        staged_count = sum(row["count"] for row in per_shard)
+        if counts.all_of(staged_count):
+            return staged_count
+        return _drop_lost_claims(ctx, record, self.claims_path, self.token, shards)
 
 
 def _discard(ctx: QueueContext, claims_path: str, token: str) -> None:

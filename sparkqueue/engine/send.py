@@ -289,8 +289,8 @@ def send_df(
             rows,
             f"send_df to {record.name!r}",
             options=QUEUE_WRITE_OPTIONS,
-            count=True,
-        )
+            observe=[F.count(F.lit(1)).alias("rows")],
+        )["rows"]
     except Exception as error:
         problem = invalid_row_problem(error)
         if problem is None:
@@ -298,5 +298,4 @@ def send_df(
         raise InvalidParameterValue(
             f"send_df: a row is invalid ({problem}); nothing was written"
         ) from None
-    assert written is not None
-    return written
+    return int(written)

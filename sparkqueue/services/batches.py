@@ -3,7 +3,8 @@
 On a standard queue each batch is claimed by `exchange.exchange`, in the commit that deletes the
 last batch, and handed to the handler as a DataFrame of the claimed rows held by the driver (it
 never claims again however often it is evaluated). FIFO queues and batches over
-EXCHANGE_MAX_BATCH are `receive_df` claims, and the finished batch is deleted before.
+EXCHANGE_MAX_BATCH are `receive_df` claims, and the finished batch is deleted before: by its
+claim when the whole batch succeeded (see engine/ranges.py).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class QueueBatches:
     def __init__(self, ctx: QueueContext, name: str) -> None:
         self._ctx = ctx
         self.name = name
+        self._claimed: Batch | None = None  # the last `receive_df` batch, deletable by its claim
 
     def visibility_timeout(self) -> int:
         return self._ctx.record(self.name).attributes.visibility_timeout
@@ -47,7 +49,8 @@ class QueueBatches:
             done = self.delete_batch(finished) if finished else BatchResult()
             frame = claim_df.receive_df(self._ctx, self.name, size, visibility_timeout)
             rows = frame.select("message_id", "receipt_handle").collect()
-            return done, Batch(frame, {row.message_id: row.receipt_handle for row in rows})
+            self._claimed = Batch(frame, {row.message_id: row.receipt_handle for row in rows})
+            return done, self._claimed
         refs = {handle: handles.parse(record.secret, handle) for handle in finished}
         turn = exchange(self._ctx.quick, record, list(refs.values()), size, visibility_timeout)
         failed = {
@@ -97,4 +100,9 @@ class QueueBatches:
         return visibility.change_visibility(self._ctx.quick, self.name, entries)
 
     def delete_batch(self, receipt_handles: list[str]) -> BatchResult:
+        """A whole `receive_df` batch goes by its claim (no list of literals); anything else,
+        handle by handle."""
+        claimed, self._claimed = self._claimed, None
+        if claimed is not None and set(receipt_handles) == set(claimed.handles.values()):
+            return acknowledge.delete_df(self._ctx, self.name, claimed.frame)
         return acknowledge.delete_batch(self._ctx.quick, self.name, receipt_handles)

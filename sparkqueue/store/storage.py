@@ -10,15 +10,14 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from ..limits import COMPACTED_FILE_BYTES
@@ -145,16 +144,17 @@ class Storage:
         what: str,
         *,
         options: dict[str, str] | None = None,
-        count: bool = False,
-    ) -> int | None:
-        """A blind append: one commit, never conflicting with other appends. With `count`, returns
-        the rows written, observed by the write itself (never read back from the log)."""
-        observation = Observation() if count else None
+        observe: Sequence[Column] = (),
+    ) -> dict[str, Any]:
+        """A blind append: one commit, never conflicting with other appends. Returns the named
+        aggregates in `observe` over the rows written, computed by the write itself (never read
+        back from the log)."""
+        observation = Observation() if observe else None
         if observation is not None:
-            df = df.observe(observation, F.count(F.lit(1)).alias("rows"))
+            df = df.observe(observation, *observe)
         writer = df.write.format("delta").mode("append").options(**(options or {}))
         self.transact(path, lambda: writer.save(path), what)
-        return None if observation is None else int(observation.get["rows"])
+        return {} if observation is None else dict(observation.get)
 
     def merge(self, path: str, source: DataFrame, on: Column) -> Merge:
         """A MERGE into `path` from `source` (aliased `s`); target columns via dml.target_prefix."""

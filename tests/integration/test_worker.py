@@ -11,7 +11,9 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
+from sparkqueue.engine import acknowledge
 from sparkqueue.errors import InvalidParameterValue
+from sparkqueue.services import batches
 from sparkqueue.services.sink import write_once
 from tests.integration.helpers import queue_table, run_threads
 
@@ -191,3 +193,21 @@ def test_two_worker_loops_on_threads_deliver_each_message_once(queue):
 
     assert sorted(seen) == sorted(sent)  # every message once: none lost, none twice
     assert queue.stats().visible + queue.stats().in_flight == 0  # every batch was deleted
+
+
+def test_batches_too_big_to_exchange_are_deleted_by_their_claim(queue, spark, monkeypatch):
+    """Above EXCHANGE_MAX_BATCH a batch is a `receive_df` claim: a whole batch that succeeded is
+    deleted by the claim, a partly failed one handle by handle."""
+    monkeypatch.setattr(batches, "EXCHANGE_MAX_BATCH", 5)
+    queue.send_df(spark.range(25).select(F.col("id").cast("string").alias("body")))
+    by_claim = []
+    delete_df = acknowledge.delete_df
+    monkeypatch.setattr(acknowledge, "delete_df", lambda *a: by_claim.append(1) or delete_df(*a))
+
+    def handler(batch):
+        return batch.select("message_id", (F.col("body") != "7").alias("succeeded"))
+
+    report = queue.consume(handler, batch_size=10, max_empty_polls=1, poll_interval=0)
+    assert (report.received, report.deleted, report.failed) == (25, 24, 1)
+    assert len(by_claim) == 2  # the two batches without message 7
+    assert queue.stats().in_flight == 1

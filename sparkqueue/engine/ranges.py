@@ -1,0 +1,136 @@
+"""Bulk claims by range on standard queues: `receive_df` and `delete_df` without joins.
+
+A standard queue's `receive_df` claims, in each shard it takes, every claimable message up to a
+bound: the lowest message ids (ids sort by send time, so this is oldest first). The claim is then
+one UPDATE on literal predicates (shard, `message_id <= bound`, claimable now) that writes each
+row's new handle from the claim's token, instead of a MERGE that joins every claimed row. Why the
+range holds exactly what was read: the claim fixes one `now`, and after the read a row can only
+stop being claimable at that `now` (claims, deletes and visibility changes all write a later
+`visible_at`), so when the UPDATE's count equals the staged count the two sets are the same.
+Clocks of different drivers may disagree, so that argument is only trusted when no other commit
+came between the read and the UPDATE (the table's version moved by one); otherwise, and when the
+session reports no counts, `reconcile` compares what the table holds with the stage.
+
+The DataFrame `receive_df` returns remembers its claim, so `delete_df` of that very DataFrame
+deletes by the claim (the range and the handles its token issued) instead of joining every handle;
+any other DataFrame (a filtered or partial batch) takes the per-handle path.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ..rules import handles
+from ..store.dml import in_list, target_prefix
+from ..store.storage import Storage
+
+
+@dataclass(frozen=True)
+class RangeClaim:
+    """One `receive_df` claim: in each shard, the claimable messages up to a message id."""
+
+    location: str
+    token: str
+    bounds: tuple[tuple[int, str], ...]  # (shard, highest message id claimed there)
+    count: int
+
+    @property
+    def shards(self) -> list[int]:
+        return [shard for shard, _ in self.bounds]
+
+    def rows(self) -> Column:
+        """The range: a literal shard list first, so Delta prunes files and conflicts to it."""
+        ranges = [
+            (F.col("shard") == shard) & (F.col("message_id") <= highest)
+            for shard, highest in self.bounds
+        ]
+        return in_list("shard", self.shards) & reduce(Column.__or__, ranges)
+
+    def handle(self, secret: str) -> Column:
+        """The handle this claim issued to each row."""
+        return handles.issue_column(secret, self.token, F.col("shard"), F.col("message_id"))
+
+    def held(self, secret: str) -> Column:
+        """Rows in the range that still hold this claim's handle."""
+        return self.rows() & (F.col("receipt_handle") == self.handle(secret))
+
+
+def bounds_observed(shards: list[int]) -> list[Column]:
+    """Aggregates an append observes to learn each shard's highest staged id and row count."""
+    return [
+        aggregate
+        for shard in shards
+        for aggregate in (
+            F.max(F.when(F.col("shard") == shard, F.col("message_id"))).alias(f"high_{shard}"),
+            F.count(F.when(F.col("shard") == shard, 1)).alias(f"rows_{shard}"),
+        )
+    ]
+
+
+def bounds_of(observed: dict[str, object], shards: list[int]) -> dict[int, tuple[str, int]]:
+    """Per shard that staged any row: (highest id, rows), from `bounds_observed`'s values."""
+    return {
+        shard: (str(observed[f"high_{shard}"]), int(observed[f"rows_{shard}"]))  # type: ignore[call-overload]
+        for shard in shards
+        if observed[f"rows_{shard}"]
+    }
+
+
+def reconcile(
+    storage: Storage,
+    location: str,
+    claims_path: str,
+    claim: RangeClaim,
+    secret: str,
+    release: dict[str, Column],
+) -> int:
+    """Makes the stage equal what the UPDATE claimed; returns how many that is.
+
+    Staged rows whose handle the table does not hold were taken by someone else first: they leave
+    the stage. Rows the UPDATE claimed beyond the stage (only if clocks disagree across drivers)
+    are released at once with `release`, as if their receive had never happened.
+    """
+    held = storage.read(location).where(claim.held(secret)).select("message_id").persist()
+    staged = storage.read(claims_path).where(F.col("claim_id") == claim.token)
+    try:
+        holding = held.count()  # also fixes `held` before the release below changes the rows
+        extra = [row.message_id for row in held.join(staged, "message_id", "left_anti").collect()]
+        if extra:
+            storage.change(
+                location,
+                claim.held(secret) & F.col("message_id").isin(extra),
+                ("shard", "message_id"),
+                release,
+            )
+        c = target_prefix(claims_path)
+        ours = F.col(f"{c}claim_id") == claim.token
+
+        def trim() -> None:
+            storage.merge(
+                claims_path, held, ours & (F.col(f"{c}message_id") == F.col("s.message_id"))
+            ).delete_unmatched(ours).execute()
+
+        storage.transact(claims_path, trim, "trimming a claim")
+        return holding - len(extra)
+    finally:
+        held.unpersist()
+
+
+# The DataFrames `receive_df` returned, by the claim they hold; weak, so they go with the frame.
+_claimed: weakref.WeakKeyDictionary[DataFrame, RangeClaim] = weakref.WeakKeyDictionary()
+
+
+def remember(frame: DataFrame, claim: RangeClaim) -> DataFrame:
+    _claimed[frame] = claim
+    return frame
+
+
+def claim_of(frame: DataFrame, location: str) -> RangeClaim | None:
+    """The claim `frame` was returned for, when it is that very DataFrame of this queue."""
+    claim = _claimed.get(frame)
+    return claim if claim is not None and claim.location == location else None

@@ -1,0 +1,143 @@
+"""Bulk claims by range on standard queues: `receive_df` claims the oldest messages of the shards
+it takes with one UPDATE, and `delete_df` of that very DataFrame deletes by the claim."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+
+from pyspark.sql import functions as F
+
+from sparkqueue.engine import ranges
+from sparkqueue.errors import ReceiptHandleIsInvalid
+from sparkqueue.model import BatchResult
+
+from .helpers import run_threads
+
+
+def numbered(spark, count: int):
+    return spark.range(count).select(F.col("id").cast("string").alias("body"))
+
+
+def test_a_claim_takes_the_oldest_of_each_shard_and_fills_up_from_others(spark, broker):
+    queue = broker.create_queue("ranged", shards=4)
+    for start in range(0, 200, 50):  # four sends: ids rise from one send to the next
+        queue.send_df(
+            numbered(spark, 50).select((F.col("body") + start).cast("string").alias("body"))
+        )
+    claimed = queue.receive_df(150)
+    rows = claimed.collect()
+    assert len(rows) == 150 and claimed.count() == 150  # more than one shard holds: filled up
+    location = broker.context.record("ranged").location
+    claim = ranges.claim_of(claimed, location)
+    assert claim is not None and claim.count == 150
+    table = spark.read.format("delta").load(location)
+    for shard, highest in claim.bounds:  # in each shard, every message up to its bound
+        in_range = table.where((F.col("shard") == shard) & (F.col("message_id") <= highest))
+        assert in_range.where(F.col("receipt_handle").isNull()).count() == 0
+    assert queue.stats().in_flight == 150 and queue.stats().visible == 50
+
+    result = queue.delete_df(claimed)
+    assert sorted(result.successful) == sorted(row.receipt_handle for row in rows)
+    assert not result.failed
+    assert (queue.stats().in_flight, queue.stats().visible) == (0, 50)
+    assert claimed.count() == 150  # still the same rows, read from the claim's stage
+    queue.delete_df(queue.receive_df(50))
+    nothing = queue.receive_df(10)
+    assert nothing.count() == 0 and queue.delete_df(nothing) == BatchResult()
+
+
+def test_a_partial_batch_goes_handle_by_handle_and_the_rest_by_the_claim(spark, broker):
+    queue = broker.create_queue("partial", shards=2)
+    queue.send_df(numbered(spark, 40))
+    claimed = queue.receive_df(30)
+    part = claimed.limit(10)
+    assert ranges.claim_of(part, broker.context.record("partial").location) is None
+    first = queue.delete_df(part)
+    assert len(first.successful) == 10 and queue.stats().in_flight == 20
+    rest = queue.delete_df(claimed)  # deleting again what is gone succeeds, as handle by handle
+    assert len(rest.successful) == 30 and not rest.failed
+    assert queue.stats().in_flight == 0 and queue.stats().visible == 10
+
+
+def test_handles_received_again_fail_and_the_others_are_deleted(spark, broker, clock):
+    queue = broker.create_queue("again", shards=1)
+    queue.send_df(numbered(spark, 20))
+    claimed = queue.receive_df(20, visibility_timeout=30)
+    clock.advance(31)
+    again = queue.receive(5)  # five of them, received again after the timeout
+    result = queue.delete_df(claimed)
+    lost = {row.receipt_handle for row in claimed.collect() if row.body in {m.body for m in again}}
+    assert result.failed == {handle: ReceiptHandleIsInvalid.code for handle in lost}
+    assert len(result.successful) == 15
+    assert queue.stats().in_flight == 5  # the second receive's messages were kept
+    for message in again:
+        queue.delete(message.receipt_handle)
+    assert queue.stats().visible == queue.stats().in_flight == 0
+
+
+def test_a_claim_raced_by_other_drivers_returns_exactly_what_it_holds(
+    spark, broker, clock, monkeypatch
+):
+    """Between the read and the UPDATE another driver claims a staged row, and one whose clock
+    runs behind makes an in-flight row of the range visible again (on object stores nothing
+    stops either). The stage loses the first; the second, claimed beyond the stage, is released."""
+    queue = broker.create_queue("raced", shards=1)
+    queue.send_df(numbered(spark, 10))
+    storage = broker.context.storage
+    location = broker.context.record("raced").location
+    now = clock()
+    oldest, second = [
+        row.message_id
+        for row in spark.read.format("delta").load(location).orderBy("message_id").take(2)
+    ]
+
+    def hold(message_id: str, handle: str, visible_at) -> None:
+        storage.change(
+            location,
+            F.col("message_id") == message_id,
+            ("shard", "message_id"),
+            {"receipt_handle": F.lit(handle), "visible_at": F.lit(visible_at),
+             "receive_count": F.lit(1)},
+        )  # fmt: skip
+
+    hold(oldest, "an earlier receive", now + timedelta(seconds=600))  # in flight: not staged
+    bounds_of = ranges.bounds_of
+
+    def meanwhile(observed, shards):
+        hold(second, "someone else", now + timedelta(seconds=600))  # a staged row, taken
+        hold(oldest, "an earlier receive", now)  # a lagging clock's change_visibility(0)
+        return bounds_of(observed, shards)
+
+    monkeypatch.setattr(ranges, "bounds_of", meanwhile)
+    claimed = queue.receive_df(10)
+    monkeypatch.undo()
+    got = {row.message_id for row in claimed.collect()}
+    assert len(got) == 8 and not got & {oldest, second}  # 9 staged, one taken first
+    released = spark.read.format("delta").load(location).where(F.col("message_id") == oldest)
+    row = released.first()
+    assert row.receipt_handle is None
+    assert row.receive_count == 1  # as before this claim
+    assert queue.stats().in_flight == 9  # our 8 and the one someone else took
+    assert len(queue.delete_df(claimed).successful) == 8
+    assert [m.message_id for m in queue.receive(10)] == [oldest]
+
+
+def test_concurrent_bulk_claims_never_share_a_message(spark, broker):
+    queue = broker.create_queue("shared", shards=2)
+    queue.send_df(numbered(spark, 600))
+    seen: list[str] = []
+
+    def drain() -> None:
+        while True:
+            batch = queue.receive_df(70, visibility_timeout=3_600)
+            bodies = [row.body for row in batch.collect()]
+            if not bodies:
+                return
+            seen.extend(bodies)
+            assert len(queue.delete_df(batch).successful) == len(bodies)
+
+    run_threads([drain, drain, drain])
+    counts = Counter(seen)
+    assert len(counts) == 600 and max(counts.values()) == 1
+    assert queue.stats().visible == queue.stats().in_flight == 0
