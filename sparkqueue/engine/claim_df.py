@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from ..model import MESSAGE_FIELDS
 from ..rules import handles
-from ..store.dml import in_list, target_prefix
+from ..store.dml import in_list
 from ..store.registry import QueueRecord
 from ..store.schema import CLAIMS_PARTITIONING, CLAIMS_SCHEMA, QUEUE_TABLE_PROPERTIES
 from . import fifo, ranges
@@ -202,8 +202,6 @@ def _drop_lost_claims(
 ) -> int:
     """Removes staged rows whose message another receiver claimed first; returns how many won."""
     storage = ctx.storage
-    c = target_prefix(claims_path)
-    ours = F.col(f"{c}claim_id") == token
     won = (
         storage.read(claims_path)
         .where(F.col("claim_id") == token)
@@ -215,13 +213,7 @@ def _drop_lost_claims(
         .persist()
     )
     try:
-
-        def trim() -> None:
-            storage.merge(
-                claims_path, won, ours & (F.col(f"{c}message_id") == F.col("s.message_id"))
-            ).delete_unmatched(ours).execute()
-
-        storage.transact(claims_path, trim, f"trimming a claim on {record.name!r}")
+        ranges.keep_only(storage, claims_path, token, won)
         return won.count()
     finally:
         won.unpersist()

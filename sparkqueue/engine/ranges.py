@@ -26,7 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..rules import handles
-from ..store.dml import in_list, target_prefix
+from ..store.dml import in_list
 from ..store.storage import Storage
 
 
@@ -107,18 +107,29 @@ def reconcile(
                 ("shard", "message_id"),
                 release,
             )
-        c = target_prefix(claims_path)
-        ours = F.col(f"{c}claim_id") == claim.token
-
-        def trim() -> None:
-            storage.merge(
-                claims_path, held, ours & (F.col(f"{c}message_id") == F.col("s.message_id"))
-            ).delete_unmatched(ours).execute()
-
-        storage.transact(claims_path, trim, "trimming a claim")
+        keep_only(storage, claims_path, claim.token, held)
         return holding - len(extra)
     finally:
         held.unpersist()
+
+
+def keep_only(storage: Storage, claims_path: str, token: str, kept: DataFrame) -> None:
+    """Removes the claim's staged rows whose message id is not in `kept` (lost to others).
+
+    A DELETE on the claim's own partition (a literal `claim_id`), so it never conflicts with other
+    claims staging beside it, as a MERGE that deletes unmatched rows would: that one reads the
+    whole table.
+    """
+    staged = storage.read(claims_path).where(F.col("claim_id") == token).select("message_id")
+    lost = [row.message_id for row in staged.join(kept, "message_id", "left_anti").collect()]
+    if not lost:
+        return
+    rows = (F.col("claim_id") == token) & in_list("message_id", lost)
+    storage.transact(
+        claims_path,
+        lambda: storage.change(claims_path, rows, ("claim_id", "message_id")),
+        "trimming a claim",
+    )
 
 
 # The DataFrames `receive_df` returned, by the claim they hold; weak, so they go with the frame.

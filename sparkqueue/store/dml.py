@@ -57,11 +57,6 @@ class Merge:
         self.clauses.append(("insert", None, values))
         return self
 
-    def delete_unmatched(self, condition: Column | None = None) -> Merge:
-        """Deletes target rows that no source row matches."""
-        self.clauses.append(("delete_unmatched", condition, None))
-        return self
-
     def execute(self) -> Counts:
         if self.connect:
             self._spark_merge()
@@ -75,10 +70,8 @@ class Merge:
                 builder = builder.whenMatchedDelete(condition=condition)
             elif kind == "insert" and values is None:
                 builder = builder.whenNotMatchedInsertAll()
-            elif kind == "insert":
-                builder = builder.whenNotMatchedInsert(values=values)
             else:
-                builder = builder.whenNotMatchedBySourceDelete(condition=condition)
+                builder = builder.whenNotMatchedInsert(values=values)
         row = builder.execute().first()
         metrics = {key: int(value or 0) for key, value in row.asDict().items()} if row else {}
         return Counts(
@@ -97,10 +90,8 @@ class Merge:
                 writer = writer.whenMatched(condition).delete()
             elif kind == "insert" and values is None:
                 writer = writer.whenNotMatched().insertAll()
-            elif kind == "insert":
-                writer = writer.whenNotMatched().insert(values)
             else:
-                writer = writer.whenNotMatchedBySource(condition).delete()
+                writer = writer.whenNotMatched().insert(values)
         writer.merge()
 
 
