@@ -4,15 +4,18 @@ How the rules map onto Delta:
 
 - Order. FIFO tables turn on Delta row tracking; a message's sequence number is its row id, which
   Delta assigns when the send commits: increasing in commit order across producers, and in row
-  order within a commit because every FIFO send writes a single file sorted by entry order.
-- Sends stay blind appends to one random shard, as on standard queues, so a producer only aborts
-  a consumer whose claim touches that shard; nothing a FIFO producer does reads the table first.
+  order within a commit because a FIFO send writes one file per shard, sorted by entry order.
+- A message lives in its group's shard (`home_shard`), so a group's messages of one send share
+  a file, and claims on groups in different shards touch different files and never conflict.
+  Sends stay blind appends, as on standard queues: a producer only aborts a consumer whose claim
+  touches a shard it wrote; nothing a FIFO producer does reads the table first.
 - One receiver per group. A receive claims, for each group it takes, a prefix that starts at the
   group's head, and only from groups with nothing in flight. Any other claim on the same group
   must change that head row too, so two claims of one group always collide on it: either Delta
-  rejects the later commit, or (when the other claim committed before this one's MERGE began)
-  a guard in the MERGE finds a claimed row changed since it was read and fails the whole MERGE,
-  which then commits nothing and is retried on a fresh read. A group is never half-claimed.
+  rejects the later commit, or (when the other claim committed before this one's statement
+  began) a guard in the claim's UPDATE (`receive`) or MERGE (`receive_df`) finds a claimed row
+  changed since it was read and fails the whole statement, which then commits nothing and is
+  retried on a fresh read. A group is never half-claimed.
 - Deduplication. A row whose deduplication id was used by an earlier row (in sequence order)
   sent less than five minutes before it is a duplicate: never delivered, never counted, removed
   by the redrive job. Deleting or moving a FIFO message leaves a tombstone (the row, emptied, in
@@ -43,6 +46,13 @@ def sequenced(table: DataFrame) -> DataFrame:
     return table.withColumn("sequence_number", F.col("_metadata.row_id"))
 
 
+def home_shard(attrs: QueueAttributes) -> Column:
+    """The shard a new row is written to: a FIFO message's group's (see the module's notes); a
+    standard message's spread by its id."""
+    spread_by = F.col("group_id") if attrs.fifo else F.col("message_id")
+    return F.pmod(F.xxhash64(spread_by), F.lit(attrs.shards)).cast("int")
+
+
 def deduplication_column(body: Column, given: Column, attrs: QueueAttributes) -> Column:
     """`send_df`'s deduplication ids: the given column, else (content-based) the body's SHA-256."""
     if attrs.content_based_deduplication:
@@ -51,7 +61,8 @@ def deduplication_column(body: Column, given: Column, attrs: QueueAttributes) ->
 
 
 def in_entry_order(rows: DataFrame) -> DataFrame:
-    """One file sorted by the `ENTRY_ORDER` column, so the commit gives row ids in that order."""
+    """One file per shard sorted by the `ENTRY_ORDER` column, so the commit gives row ids in that
+    order."""
     return rows.coalesce(1).sortWithinPartitions("shard", ENTRY_ORDER).drop(ENTRY_ORDER)
 
 
@@ -109,7 +120,8 @@ def deliverable(table: DataFrame, now: datetime, attrs: QueueAttributes, salt: s
 
 
 def unless_stale(still_valid: Column, value: Column) -> Column:
-    """`value` while the row is as the claim read it; otherwise the whole MERGE fails uncommitted."""
+    """`value` while the row is as the claim read it; otherwise the whole statement fails
+    uncommitted."""
     return F.when(still_valid, value).otherwise(F.raise_error(F.lit(STALE_READ_MARKER)))
 
 

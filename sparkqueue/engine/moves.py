@@ -31,7 +31,7 @@ from ..store.registry import QueueRecord
 from ..store.schema import MESSAGE_SCHEMA, QUEUE_WRITE_OPTIONS
 from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due
 from .context import QueueContext
-from .fifo import ENTRY_ORDER, in_entry_order, retire, sequenced
+from .fifo import ENTRY_ORDER, home_shard, in_entry_order, retire, sequenced
 
 COPY_TXN_VERSION = 1  # each marker is its own txnAppId, written once
 
@@ -154,8 +154,7 @@ class Mover:
 
     def _copy(self, source: QueueRecord, marker: str, target: QueueRecord, now: datetime) -> None:
         storage = self._storage
-        ordered = target.attributes.fifo  # then in one shard and file, in the source's order
-        spread_by = F.lit(marker) if ordered else F.col("message_id")
+        ordered = target.attributes.fifo  # then in the source's order within each shard
         table = storage.read(source.location)
         rows = (
             (sequenced(table) if ordered else table)
@@ -164,9 +163,7 @@ class Mover:
                 {
                     ENTRY_ORDER: F.col("sequence_number"),
                     "sequence_number": F.lit(None).cast("long"),
-                    "shard": F.pmod(F.xxhash64(spread_by), F.lit(target.attributes.shards)).cast(
-                        "int"
-                    ),
+                    "shard": home_shard(target.attributes),
                     "visible_at": F.lit(now),
                     "receipt_handle": F.lit(None).cast("string"),
                     "receive_count": F.lit(0),

@@ -37,7 +37,7 @@ from ..store.registry import QueueRecord
 from ..store.schema import ATTRIBUTES_TYPE, MESSAGE_SCHEMA, QUEUE_WRITE_OPTIONS
 from . import fifo
 from .context import QueueContext
-from .fifo import ENTRY_ORDER, deduplication_column, in_entry_order
+from .fifo import ENTRY_ORDER, deduplication_column, home_shard, in_entry_order
 
 ENTRY_KEYS = ("body", "delay_seconds", "attributes", "group_id", "deduplication_id")
 INVALID_ROW_MARKER = "sparkqueue: invalid send_df row: "
@@ -136,14 +136,8 @@ def send_df_frame(
         *(columns[name].alias(name) for name in ("attributes", "group_id", "deduplication_id")),
         delay.cast("long").alias("delay"),
     ).withColumn("message_id", message_id_column(to_micros(now)))
-    # FIFO: one shard and one file in row order, so row ids (sequence numbers) follow the rows.
-    shard = (
-        F.lit(random.randrange(attrs.shards))
-        if attrs.fifo
-        else F.pmod(F.xxhash64("message_id"), F.lit(attrs.shards)).cast("int")
-    )
     rows = checked.select(
-        shard.alias("shard"),
+        home_shard(attrs).alias("shard"),
         "message_id",
         "body",
         "attributes",
@@ -229,8 +223,9 @@ def _optional_string(df: DataFrame, name: str | None, what: str) -> Column:
 
 
 def send_entries(ctx: QueueContext, record: QueueRecord, entries: list[SendEntry]) -> list[str]:
-    """Writes validated entries in one commit to one random shard (one file, one partition);
-    returns their ids (on FIFO queues, a duplicate gets the id of the message it repeats)."""
+    """Writes validated entries in one commit, to one random shard (standard) or each to its
+    group's shard (FIFO); returns their ids (on FIFO queues, a duplicate gets the id of the
+    message it repeats)."""
     now = ctx.now()
     micros = to_micros(now)
     shard = random.randrange(record.attributes.shards)
@@ -244,7 +239,8 @@ def send_entries(ctx: QueueContext, record: QueueRecord, entries: list[SendEntry
     if record.attributes.fifo:
         schema = StructType([*MESSAGE_SCHEMA.fields, StructField(ENTRY_ORDER, IntegerType())])
         ordered = [(*row, position) for position, row in enumerate(rows)]
-        frame = in_entry_order(spark.createDataFrame(ordered, schema))
+        entered = spark.createDataFrame(ordered, schema)
+        frame = in_entry_order(entered.withColumn("shard", home_shard(record.attributes)))
     else:
         frame = spark.createDataFrame(rows, MESSAGE_SCHEMA)
     ctx.storage.append(

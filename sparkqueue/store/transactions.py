@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - Databricks runtimes ship their own del
     CONFLICT_CLASSES = ()
 
 CONFLICT_SQLSTATE = "2D521"
-# Raised from inside a MERGE (see fifo.unless_stale) when rows it read changed before it began.
+# Raised from inside a claim's UPDATE or MERGE (see fifo.unless_stale) when rows it read changed before it began.
 STALE_READ_MARKER = "sparkqueue: stale read, retry"
 T = TypeVar("T")
 log = logging.getLogger(__name__)
