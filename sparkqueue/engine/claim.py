@@ -1,9 +1,9 @@
 """Receiving: claim visible messages in one optimistic transaction, issuing new receipt handles.
 
-A standard queue's claim is one UPDATE of the candidates still as they were read, pruned to
-literal shards; its count says whether every claim won, else the handles the table then holds say
-which did. A FIFO claim is one MERGE
-that fails whole if any claimed row changed, so that no group is ever half-claimed (see fifo.py).
+A claim is one UPDATE of the candidates still as they were read, pruned to literal shards; its
+count says whether every claim won, else the handles the table then holds say which did. On a FIFO
+queue the UPDATE fails whole if any claimed row changed, so that no group is ever half-claimed
+(see fifo.py).
 """
 
 from __future__ import annotations
@@ -82,10 +82,7 @@ def claim(
             }
             timeout = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
             values = claim_values(now, now + timedelta(seconds=timeout))
-            if attrs.fifo:
-                won = _claim_groups(ctx, record, claims, now, values)
-            else:
-                won = _claim_rows(ctx, record, token, found, now, values)
+            won = _claim_rows(ctx, record, token, found, now, values)
         finally:
             in_flight.settle(granted, len(won))
         messages = [message_of(claims[i][0], claims[i][1], now) for i in won]
@@ -153,53 +150,30 @@ def _claim_rows(
     now: datetime,
     values: dict[str, Column],
 ) -> list[str]:
-    """A standard queue's claim: one UPDATE of the candidates still as read (a one-row UPDATE
-    is about half a one-row MERGE here). When it updated them all, they are all ours; otherwise
-    the handles the table then holds say which claims won."""
+    """One UPDATE of the candidates on literal shards and ids (a one-row UPDATE is about half a
+    one-row MERGE here). A standard queue skips candidates claimed meanwhile; a FIFO queue fails
+    the whole UPDATE if any changed, so that no group is ever half-claimed (see fifo.py). When it
+    updated every candidate they are all ours; otherwise the handles the table then holds say
+    which claims won."""
     shards = [row.shard for row in found]
     ids = [row.message_id for row in found]
     as_read = F.concat_ws(":", "message_id", F.col("receive_count").cast("string")).isin(
         [f"{row.message_id}:{row.receive_count}" for row in found]
     )
-    rows = in_list("shard", shards) & in_list("message_id", ids) & as_read
+    unchanged = as_read & claimable(now, record.attributes)
+    rows = in_list("shard", shards) & in_list("message_id", ids)
     handle = handles.issue_column(record.secret, token, F.col("shard"), F.col("message_id"))
+    if record.attributes.fifo:
+        new_handle = fifo.unless_stale(unchanged, handle)
+    else:
+        rows, new_handle = rows & unchanged, handle
     counts = ctx.storage.change(
-        record.location,
-        rows & claimable(now, record.attributes),
-        ("shard", "message_id"),
-        {**values, "receipt_handle": handle},
+        record.location, rows, ("shard", "message_id"), {**values, "receipt_handle": new_handle}
     )
     if counts.all_of(len(ids)):
         return ids
     mine = ctx.read(record).where(
         in_list("shard", shards) & in_list("message_id", ids) & (F.col("receipt_handle") == handle)
-    )
-    return [row.message_id for row in mine.select("message_id").collect()]
-
-
-def _claim_groups(
-    ctx: QueueContext,
-    record: QueueRecord,
-    claims: dict[str, tuple[Any, str]],
-    now: datetime,
-    values: dict[str, Column],
-) -> list[str]:
-    """A FIFO claim: one MERGE that fails whole if any row changed, so no group is split."""
-    shards = [row.shard for row, _ in claims.values()]
-    source = ctx.storage.spark.createDataFrame(
-        [(row.message_id, row.receive_count, h) for row, h in claims.values()],
-        "message_id string, expected_count int, receipt_handle string",
-    )
-    merge = claim_update(
-        keyed_merge(ctx, record, source, shards),
-        now,
-        record.attributes,
-        {**values, "receipt_handle": F.col("s.receipt_handle")},
-    )
-    if merge.execute().all_of(len(claims)):
-        return list(claims)
-    mine = ctx.read(record).where(
-        in_list("shard", shards) & F.col("receipt_handle").isin([h for _, h in claims.values()])
     )
     return [row.message_id for row in mine.select("message_id").collect()]
 
