@@ -157,10 +157,7 @@ def _claim_rows(
     which claims won."""
     shards = [row.shard for row in found]
     ids = [row.message_id for row in found]
-    as_read = F.concat_ws(":", "message_id", F.col("receive_count").cast("string")).isin(
-        [f"{row.message_id}:{row.receive_count}" for row in found]
-    )
-    unchanged = as_read & claimable(now, record.attributes)
+    unchanged = still_claimable(found, now, record.attributes)
     rows = in_list("shard", shards) & in_list("message_id", ids)
     handle = handles.issue_column(record.secret, token, F.col("shard"), F.col("message_id"))
     if record.attributes.fifo:
@@ -176,6 +173,14 @@ def _claim_rows(
         in_list("shard", shards) & in_list("message_id", ids) & (F.col("receipt_handle") == handle)
     )
     return [row.message_id for row in mine.select("message_id").collect()]
+
+
+def still_claimable(found: list[Any], now: datetime, attrs: QueueAttributes) -> Column:
+    """Candidates still as they were read (no receive since) and still claimable now."""
+    as_read = F.concat_ws(":", "message_id", F.col("receive_count").cast("string")).isin(
+        [f"{row.message_id}:{row.receive_count}" for row in found]
+    )
+    return as_read & claimable(now, attrs)
 
 
 def keyed_merge(

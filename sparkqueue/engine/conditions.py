@@ -13,7 +13,8 @@ from pyspark.sql import functions as F
 from ..attributes import QueueAttributes
 
 MOVE_MARKER_PREFIX = "moving:"
-# FIFO queues keep deleted messages' deduplication ids for a while as tombstones in this partition.
+# Tombstones live in this partition: emptied rows of deleted FIFO messages (their deduplication ids
+# still count for a while) and of batches the worker loop finished; the redrive job drops them.
 TOMBSTONE_SHARD = -1
 
 

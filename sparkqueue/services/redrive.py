@@ -125,8 +125,15 @@ class Redrive:
             step("removing messages past retention")
             expired = self._expire(record, now)
         if attrs.fifo:  # duplicates go before the tombstones that mark them as duplicates
-            step("removing duplicates and spent tombstones")
-            self._tidy_fifo(record, now, todo["spent_tombstones"])
+            step("removing duplicates")
+            drop_duplicates(self._storage, record.location)
+        if todo["spent_tombstones"]:  # FIFO deletes and the worker loop's retired batches
+            step("removing spent tombstones")
+            self._storage.change_where(
+                record.location,
+                spent_tombstone(now),
+                f"removing spent tombstones from {record.name!r}",
+            )
         upkeep_settings = self.settings.upkeep_for(name)
         upkeep = bool(upkeep_settings.upkeep_every_seconds) and upkeep_settings.due(
             self._last_upkeep(name, now), now
@@ -204,16 +211,6 @@ class Redrive:
             f"removing messages past retention from {record.name!r}",
             values=retire(record.attributes),
         )
-
-    def _tidy_fifo(self, record: QueueRecord, now: datetime, spent_tombstones: int) -> None:
-        """Drops never-delivered duplicates, then tombstones whose window has passed."""
-        drop_duplicates(self._storage, record.location)
-        if spent_tombstones:
-            self._storage.change_where(
-                record.location,
-                spent_tombstone(now),
-                f"removing spent deduplication tombstones from {record.name!r}",
-            )
 
     def _last_upkeep(self, name: str, now: datetime) -> datetime | None:
         """When upkeep last ran for the queue; its first pass counts as the start of the cadence."""

@@ -26,8 +26,7 @@ log = logging.getLogger(__name__)
 def keep_up(storage: Storage, record: QueueRecord, settings: UpkeepSettings, now: datetime) -> None:
     """One round of upkeep for a queue table and its receive_df claims table."""
     started = time.monotonic()
-    attrs = record.attributes
-    shards = [*range(attrs.shards), *([TOMBSTONE_SHARD] if attrs.fifo else [])]
+    shards = [*range(record.attributes.shards), TOMBSTONE_SHARD]
     tidy_table(storage, record.location, settings, shards)
     claims = storage.claims_path(record.location)
     if storage.exists(claims):

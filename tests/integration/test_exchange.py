@@ -1,4 +1,4 @@
-"""The worker loop's exchange: the finished batch deleted and the next claimed, in one commit."""
+"""The worker loop's exchange: the finished batch retired and the next claimed, in one commit."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from sparkqueue.engine import exchange as exchange_module
+from sparkqueue.engine.conditions import is_message
 from sparkqueue.engine.exchange import exchange
 from sparkqueue.rules import handles
 from tests.integration.helpers import queue_table
@@ -21,7 +22,7 @@ def version(spark, queue) -> int:
     return DeltaTable.forPath(spark, location).history(1).first().version
 
 
-def test_one_commit_deletes_the_finished_batch_and_claims_the_next(spark, queue):
+def test_one_commit_retires_the_finished_batch_and_claims_the_next(broker, spark, queue, clock):
     queue.send_batch(["a", "b", "c", "d"])
     ctx, record = queue._ctx.quick, queue._ctx.record(queue.name)
     first = exchange(ctx, record, [], 2, 60)
@@ -32,11 +33,19 @@ def test_one_commit_deletes_the_finished_batch_and_claims_the_next(spark, queue)
     assert version(spark, queue) == before + 1
     assert second.superseded == set()
     assert {m.body for m in first.claimed + second.claimed} == {"a", "b", "c", "d"}
-    left = queue_table(queue).collect()
+    left = queue_table(queue).where(is_message()).collect()
     assert {(r.message_id, r.receipt_handle) for r in left} == {
         (m.message_id, m.receipt_handle) for m in second.claimed
     }
     assert [m.receive_count for m in second.claimed] == [1, 1]
+    tombstones = queue_table(queue).where(~is_message()).collect()
+    assert {(r.message_id, r.body, r.receipt_handle) for r in tombstones} == {
+        (m.message_id, "", None) for m in first.claimed
+    }
+    assert queue.stats().in_flight == 2 and queue.stats().visible == 0
+    clock.advance(601)  # past the tombstones' lifetime: the redrive job drops them
+    broker.redrive()
+    assert queue_table(queue).where(~is_message()).count() == 0
 
 
 def test_a_superseded_handle_is_reported_and_the_rest_still_happens(queue, clock):
@@ -49,13 +58,14 @@ def test_a_superseded_handle_is_reported_and_the_rest_still_happens(queue, clock
     turn = exchange(ctx, record, refs(queue, held), 5, 300)
 
     assert turn.superseded == {again.message_id}
-    assert turn.claimed == []  # the other one was finished: deleted, not claimed again
-    assert [r.message_id for r in queue_table(queue).collect()] == [again.message_id]
+    assert turn.claimed == []  # the other one was finished: retired, not claimed again
+    left = queue_table(queue).where(is_message()).collect()
+    assert [r.message_id for r in left] == [again.message_id]
 
 
 def test_candidates_won_by_another_receiver_are_left_out(queue, monkeypatch):
     """Another driver (on object storage nothing serialises the two) claims a candidate between
-    this exchange's read and its MERGE: the MERGE skips it and the exchange returns the rest."""
+    this exchange's read and its UPDATE: the UPDATE skips it and the exchange returns the rest."""
     queue.send_batch(["a", "b"])
     ctx, record = queue._ctx.quick, queue._ctx.record(queue.name)
     real = exchange_module.candidates
