@@ -1,34 +1,51 @@
-"""The worker loop's step on a standard queue: retire the batch just finished and claim the next,
+"""The worker loop's step on a standard queue: settle the batch just finished and claim the next,
 in one commit.
 
 Done one after the other, a loop pays two commits per batch (a DELETE, then a claim's UPDATE),
-each rebuilding the table's state and planning its own jobs. Here one UPDATE on literal shards and
-ids carries both: the finished messages that still hold the handles they were received with
-become tombstones (the emptied row in the tombstone shard, as FIFO deletes leave; the redrive
-job drops them), and the next candidates still as read are claimed. An UPDATE cannot delete, but
-it costs less than the MERGE that could (no source to materialize and join: 1.2-1.4 s against
-1.5-2.0 s per exchange here). Its count settles both halves, so nothing is read back unless a
-handle was superseded or another receiver won a candidate first.
+each rebuilding the table's state and planning its own jobs. Here one statement carries both:
+- small batches: one UPDATE on literal shards and ids. The finished messages that still hold the
+  handles they were received with become tombstones (the emptied row in the tombstone shard, as
+  FIFO deletes leave; the redrive job drops them), and the next candidates still as read are
+  claimed. An UPDATE cannot delete, but it costs less than a MERGE (no source DataFrame to
+  materialize and join);
+- larger batches: one MERGE whose source lists the finished messages with their handles (deleted
+  where the table still holds them) and the candidates with the handles they will get (claimed
+  where still as read): there the join beats the UPDATE's long literal lists.
+The statement's counts settle both halves, so nothing is read back unless a handle was superseded
+or another receiver won a candidate first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from ..limits import EXCHANGE_UPDATE_MAX_ROWS
 from ..model import Message
 from ..rules import handles
 from ..rules.handles import HandleRef
-from ..store.dml import in_list
+from ..store.dml import in_list, target_prefix
 from ..store.registry import QueueRecord
 from .acknowledge import present
-from .claim import candidates, claim_values, count_in_flight, message_of, still_claimable
+from .claim import (
+    candidates,
+    claim_values,
+    count_in_flight,
+    keyed_merge,
+    message_of,
+    still_claimable,
+)
+from .conditions import claimable
 from .context import QueueContext
 from .fifo import tombstone_values
 from .inflight import gauge
+
+_ACK, _CLAIM = "ack", "claim"
+_SOURCE = "op string, shard int, message_id string, receipt_handle string, expected_count int"
 
 
 @dataclass(frozen=True)
@@ -46,7 +63,7 @@ def exchange(
     wanted: int,
     visibility_timeout: int | None,
 ) -> Turn:
-    """Retires `finished` (where their handles still hold) and claims up to `wanted` messages, in
+    """Settles `finished` (where their handles still hold) and claims up to `wanted` messages, in
     one transaction retried on conflicts. Standard queues only: a FIFO claim must fail whole."""
     attrs = record.attributes
     if attrs.fifo:
@@ -63,7 +80,7 @@ def exchange(
         )
         won: list[str] = []
         try:
-            # A finished message whose timeout ran out is visible again: retired, not claimed.
+            # A finished message whose timeout ran out is visible again: finished, not claimed.
             found = [
                 row for row in candidates(ctx, record, now, granted) if row.message_id not in acked
             ]
@@ -74,26 +91,18 @@ def exchange(
                 row.message_id: handles.issue(record.secret, token, row.shard, row.message_id)
                 for row in found
             }
-            retiring = in_list("message_id", list(acked)) & in_list(
-                "receipt_handle", [ref.handle for ref in finished]
+            step = (
+                _by_update if len(finished) + len(found) <= EXCHANGE_UPDATE_MAX_ROWS else _by_merge
             )
-            claiming = in_list("message_id", list(issued)) & still_claimable(found, now, attrs)
-            shards = [ref.shard for ref in finished] + [row.shard for row in found]
-            claimed = {
+            claim = {
                 **claim_values(now, now + timedelta(seconds=seconds)),
                 "receipt_handle": handles.issue_column(
                     record.secret, token, F.col("shard"), F.col("message_id")
                 ),
             }
-            counts = ctx.storage.change(
-                record.location,
-                in_list("shard", shards) & (retiring | claiming),
-                ("shard", "message_id"),
-                _either(retiring, tombstone_values(), claimed),
-            )
-            if counts.all_of(len(finished) + len(found)):
+            if step(ctx, record, finished, found, issued, claim, now):
                 won, superseded = list(issued), set()
-            else:
+            else:  # someone else came first somewhere: the table says who holds what
                 won = _holding(ctx, record, issued) if found else []
                 ids = [ref.message_id for ref in finished]
                 shards_of_finished = [ref.shard for ref in finished]
@@ -104,6 +113,62 @@ def exchange(
         return Turn([message_of(by_id[i], issued[i], now) for i in won], superseded)
 
     return ctx.storage.transact(record.location, attempt, f"exchanging on {record.name!r}")
+
+
+def _by_update(
+    ctx: QueueContext,
+    record: QueueRecord,
+    finished: list[HandleRef],
+    found: list[Any],
+    issued: dict[str, str],
+    claim: dict[str, Column],
+    now: datetime,
+) -> bool:
+    """Retires and claims in one UPDATE; whether its count says every row was done."""
+    retiring = in_list("message_id", [ref.message_id for ref in finished]) & in_list(
+        "receipt_handle", [ref.handle for ref in finished]
+    )
+    claiming = in_list("message_id", list(issued)) & still_claimable(found, now, record.attributes)
+    shards = [ref.shard for ref in finished] + [row.shard for row in found]
+    counts = ctx.storage.change(
+        record.location,
+        in_list("shard", shards) & (retiring | claiming),
+        ("shard", "message_id"),
+        _either(retiring, tombstone_values(), claim),
+    )
+    return counts.all_of(len(finished) + len(found))
+
+
+def _by_merge(
+    ctx: QueueContext,
+    record: QueueRecord,
+    finished: list[HandleRef],
+    found: list[Any],
+    issued: dict[str, str],
+    claim: dict[str, Column],
+    now: datetime,
+) -> bool:
+    """Deletes and claims in one MERGE; whether its counts say every row was done."""
+    rows = [(_ACK, ref.shard, ref.message_id, ref.handle, None) for ref in finished]
+    rows += [
+        (_CLAIM, row.shard, row.message_id, issued[row.message_id], row.receive_count)
+        for row in found
+    ]
+    source = ctx.storage.spark.createDataFrame(rows, _SOURCE)
+    t = target_prefix(record.location)
+    op = F.col("s.op")
+    still_held = F.col(f"{t}receipt_handle") == F.col("s.receipt_handle")
+    as_read = F.col(f"{t}receive_count") == F.col("s.expected_count")
+    counts = (
+        keyed_merge(ctx, record, source, sorted({row[1] for row in rows}))
+        .delete((op == _ACK) & still_held)
+        .update(
+            {**claim, "receipt_handle": F.col("s.receipt_handle")},
+            (op == _CLAIM) & claimable(now, record.attributes, t) & as_read,
+        )
+        .execute()
+    )
+    return counts.known and counts.deleted == len(finished) and counts.updated == len(found)
 
 
 def _either(
