@@ -91,16 +91,16 @@ def exchange(
                 row.message_id: handles.issue(record.secret, token, row.shard, row.message_id)
                 for row in found
             }
-            step = (
-                _by_update if len(finished) + len(found) <= EXCHANGE_UPDATE_MAX_ROWS else _by_merge
-            )
             claim = {
                 **claim_values(now, now + timedelta(seconds=seconds)),
                 "receipt_handle": handles.issue_column(
                     record.secret, token, F.col("shard"), F.col("message_id")
                 ),
             }
-            if step(ctx, record, finished, found, issued, claim, now):
+            step = _Step(ctx, record, finished, found, issued, claim, now)
+            small = len(finished) + len(found) <= EXCHANGE_UPDATE_MAX_ROWS
+            settled = step.by_update() if small else step.by_merge()
+            if settled:
                 won, superseded = list(issued), set()
             else:  # someone else came first somewhere: the table says who holds what
                 won = _holding(ctx, record, issued) if found else []
@@ -115,60 +115,62 @@ def exchange(
     return ctx.storage.transact(record.location, attempt, f"exchanging on {record.name!r}")
 
 
-def _by_update(
-    ctx: QueueContext,
-    record: QueueRecord,
-    finished: list[HandleRef],
-    found: list[Any],
-    issued: dict[str, str],
-    claim: dict[str, Column],
-    now: datetime,
-) -> bool:
-    """Retires and claims in one UPDATE; whether its count says every row was done."""
-    retiring = in_list("message_id", [ref.message_id for ref in finished]) & in_list(
-        "receipt_handle", [ref.handle for ref in finished]
-    )
-    claiming = in_list("message_id", list(issued)) & still_claimable(found, now, record.attributes)
-    shards = [ref.shard for ref in finished] + [row.shard for row in found]
-    counts = ctx.storage.change(
-        record.location,
-        in_list("shard", shards) & (retiring | claiming),
-        ("shard", "message_id"),
-        _either(retiring, tombstone_values(), claim),
-    )
-    return counts.all_of(len(finished) + len(found))
+@dataclass(frozen=True)
+class _Step:
+    """One attempt's statement: the finished messages settled and the candidates claimed."""
 
+    ctx: QueueContext
+    record: QueueRecord
+    finished: list[HandleRef]
+    found: list[Any]
+    issued: dict[str, str]  # candidate id -> the handle it gets
+    claim: dict[str, Column]  # what a claimed row is set to
+    now: datetime
 
-def _by_merge(
-    ctx: QueueContext,
-    record: QueueRecord,
-    finished: list[HandleRef],
-    found: list[Any],
-    issued: dict[str, str],
-    claim: dict[str, Column],
-    now: datetime,
-) -> bool:
-    """Deletes and claims in one MERGE; whether its counts say every row was done."""
-    rows = [(_ACK, ref.shard, ref.message_id, ref.handle, None) for ref in finished]
-    rows += [
-        (_CLAIM, row.shard, row.message_id, issued[row.message_id], row.receive_count)
-        for row in found
-    ]
-    source = ctx.storage.spark.createDataFrame(rows, _SOURCE)
-    t = target_prefix(record.location)
-    op = F.col("s.op")
-    still_held = F.col(f"{t}receipt_handle") == F.col("s.receipt_handle")
-    as_read = F.col(f"{t}receive_count") == F.col("s.expected_count")
-    counts = (
-        keyed_merge(ctx, record, source, sorted({row[1] for row in rows}))
-        .delete((op == _ACK) & still_held)
-        .update(
-            {**claim, "receipt_handle": F.col("s.receipt_handle")},
-            (op == _CLAIM) & claimable(now, record.attributes, t) & as_read,
+    def by_update(self) -> bool:
+        """Retires and claims in one UPDATE; whether its count says every row was done."""
+        finished, found = self.finished, self.found
+        retiring = in_list("message_id", [ref.message_id for ref in finished]) & in_list(
+            "receipt_handle", [ref.handle for ref in finished]
         )
-        .execute()
-    )
-    return counts.known and counts.deleted == len(finished) and counts.updated == len(found)
+        claiming = in_list("message_id", list(self.issued)) & still_claimable(
+            found, self.now, self.record.attributes
+        )
+        shards = [ref.shard for ref in finished] + [row.shard for row in found]
+        counts = self.ctx.storage.change(
+            self.record.location,
+            in_list("shard", shards) & (retiring | claiming),
+            ("shard", "message_id"),
+            _either(retiring, tombstone_values(), self.claim),
+        )
+        return counts.all_of(len(finished) + len(found))
+
+    def by_merge(self) -> bool:
+        """Deletes and claims in one MERGE; whether its counts say every row was done."""
+        rows = [(_ACK, ref.shard, ref.message_id, ref.handle, None) for ref in self.finished]
+        rows += [
+            (_CLAIM, row.shard, row.message_id, self.issued[row.message_id], row.receive_count)
+            for row in self.found
+        ]
+        source = self.ctx.storage.spark.createDataFrame(rows, _SOURCE)
+        t = target_prefix(self.record.location)
+        op = F.col("s.op")
+        still_held = F.col(f"{t}receipt_handle") == F.col("s.receipt_handle")
+        as_read = F.col(f"{t}receive_count") == F.col("s.expected_count")
+        counts = (
+            keyed_merge(self.ctx, self.record, source, sorted({row[1] for row in rows}))
+            .delete((op == _ACK) & still_held)
+            .update(
+                {**self.claim, "receipt_handle": F.col("s.receipt_handle")},
+                (op == _CLAIM) & claimable(self.now, self.record.attributes, t) & as_read,
+            )
+            .execute()
+        )
+        return (
+            counts.known
+            and counts.deleted == len(self.finished)
+            and counts.updated == len(self.found)
+        )
 
 
 def _either(
