@@ -56,7 +56,12 @@ TOMBSTONE_LIFETIME = DEDUPLICATION_WINDOW * 2
 
 # -- table upkeep defaults (conf/redrive.toml overrides them per queue) -------------------------------
 UPKEEP_EVERY_SECONDS = 3600
-FILE_RETENTION_HOURS = 24
+# Every removed file stays a tombstone in each checkpoint for this long, and every operation's state
+# rebuild replays them: a day of them made a busy queue 3x slower (docs/performance.md, "Flat over
+# time"). An hour still outlasts any read of a queue table by far.
+FILE_RETENTION_HOURS = 1
 LOG_RETENTION_HOURS = 48
+# On a local root each redrive pass trims `_delta_log` to this much history (store/logtrim.py).
+LOCAL_LOG_MINUTES = 5
 CHECKPOINT_INTERVAL = 20
 REDRIVE_EVERY_SECONDS = 60

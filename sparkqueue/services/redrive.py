@@ -33,7 +33,7 @@ from ..store.registry import QueueRecord
 from ..store.schema import METRICS_SCHEMA
 from ..store.storage import Storage
 from .settings import RedriveSettings
-from .upkeep import keep_up, tidy_table
+from .upkeep import keep_up, tidy_table, trim_logs
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +72,11 @@ class Redrive:
         if rows:
             frame = self._storage.spark.createDataFrame(rows, METRICS_SCHEMA)
             self._storage.append(self.metrics_path, frame, "recording redrive metrics")
+            shared = (self.metrics_path, self._ctx.registry.path)
             if any(result.upkeep for result in results.values()):
-                for path in (self.metrics_path, self._ctx.registry.path):
+                for path in shared:
                     tidy_table(self._storage, path, self.settings.defaults)
+            trim_logs(self._storage, shared, self.settings.defaults)
         return RedriveReport(results)
 
     def _queue_names(self, queues: Sequence[str] | None) -> list[str]:
@@ -142,6 +144,8 @@ class Redrive:
             self._upkeep_at[name] = now
             step("upkeep: compaction and VACUUM")
             keep_up(self._storage, record, upkeep_settings, now)
+        claims = self._storage.claims_path(record.location)
+        trim_logs(self._storage, (record.location, claims), upkeep_settings)
         stats = inspect.stats(self._ctx, record)
         detail = self._storage.detail(record.location).first()
         duration = time.monotonic() - started

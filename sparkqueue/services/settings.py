@@ -12,6 +12,7 @@ from ..errors import InvalidParameterValue
 from ..limits import (
     CHECKPOINT_INTERVAL,
     FILE_RETENTION_HOURS,
+    LOCAL_LOG_MINUTES,
     LOG_RETENTION_HOURS,
     REDRIVE_EVERY_SECONDS,
     UPKEEP_EVERY_SECONDS,
@@ -28,12 +29,15 @@ class UpkeepSettings:
     file_retention_hours: int = FILE_RETENTION_HOURS
     log_retention_hours: int = LOG_RETENTION_HOURS
     checkpoint_interval: int = CHECKPOINT_INTERVAL
+    # Local roots only: minutes of `_delta_log` kept, trimmed on every pass (0: Delta's daily cleanup).
+    local_log_minutes: int = LOCAL_LOG_MINUTES
 
     def __post_init__(self) -> None:
         check_int("upkeep_every_seconds", self.upkeep_every_seconds, 0, 30 * 86_400)
         check_int("file_retention_hours", self.file_retention_hours, 1, 90 * 24)
         check_int("log_retention_hours", self.log_retention_hours, 1, 90 * 24)
         check_int("checkpoint_interval", self.checkpoint_interval, 1, 1000)
+        check_int("local_log_minutes", self.local_log_minutes, 0, 7 * 24 * 60)
         if self.log_retention_hours < self.file_retention_hours:  # Delta refuses it too
             raise InvalidParameterValue(
                 f"log_retention_hours ({self.log_retention_hours}) must be at least"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from datetime import datetime
 
 from pyspark.sql import functions as F
@@ -56,3 +57,12 @@ def tidy_table(
     for shard in shards or [None]:
         storage.optimize(path, shard)
     storage.vacuum(path, settings.file_retention_hours)
+
+
+def trim_logs(storage: Storage, paths: Sequence[str], settings: UpkeepSettings) -> int:
+    """Trims the tables' `_delta_log` history on a local root (store/logtrim.py). It runs on every
+    pass, not on the upkeep cadence: each entry slows every later operation on the table, and a
+    listing plus a few deletes cost next to nothing."""
+    if not settings.local_log_minutes:
+        return 0
+    return sum(storage.trim_log(path, settings.local_log_minutes * 60) for path in paths)

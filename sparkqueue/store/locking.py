@@ -29,6 +29,7 @@ class ProcessLock:
         self._fd: int | None = None
         self._acquired_at = 0.0
         self._draining = False
+        self._alone = False
 
     @contextmanager
     def hold(self) -> Iterator[None]:
@@ -38,12 +39,34 @@ class ProcessLock:
         finally:
             self._leave()
 
+    @contextmanager
+    def hold_alone(self) -> Iterator[None]:
+        """Exclusive among this process's threads too: for work that needs no transaction on the
+        table in flight anywhere (trimming its log, see logtrim.py). Newcomers wait meanwhile."""
+        with self._cond:
+            while self._alone:
+                self._cond.wait()
+            self._alone = True
+            while self._holders:
+                self._cond.wait()
+        try:
+            fd = self._lock_file()
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+        finally:
+            with self._cond:
+                self._alone = False
+                self._cond.notify_all()
+
     def _enter(self) -> None:
         yielded = False
         while True:
             with self._cond:
-                while self._draining or self._held_too_long():
-                    self._draining = True
+                while self._alone or self._draining or self._held_too_long():
+                    self._draining = self._draining or self._held_too_long()
                     self._cond.wait()
                     yielded = True
                 if self._holders == 0 and yielded:

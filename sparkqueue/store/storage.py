@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -23,7 +24,8 @@ from pyspark.sql.types import StructType
 from ..limits import COMPACTED_FILE_BYTES
 from . import sql
 from .dml import Counts, Merge, change, in_list
-from .locking import process_lock
+from .locking import ProcessLock, process_lock
+from .logtrim import trim_log
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
 T = TypeVar("T")
@@ -247,20 +249,35 @@ class Storage:
         else:
             self.transact(path, lambda: self.spark.sql(statement).collect(), f"vacuuming {path}")
 
+    def trim_log(self, path: str, keep_seconds: float) -> int:
+        """On a local root, deletes the table's `_delta_log` history older than `keep_seconds`
+        (see logtrim.py) and returns how many files went; elsewhere nothing, as Delta's own
+        cleanup (`delta.logRetentionDuration`) and the store's listing apply there."""
+        lock = self._process_lock(path)
+        if lock is None:
+            return 0
+        with lock.hold_alone():  # no transaction in flight: each later one reads a newer version
+            return trim_log(urlparse(path).path, time.time(), keep_seconds)
+
     def _remember(self, path: str) -> None:
         with self._root.known_lock:
             self._root.known_tables.add(path)
 
     def _lock(self, path: str) -> Callable[[], AbstractContextManager[object]]:
+        lock = self._process_lock(path)
+        return nullcontext if lock is None else lock.hold
+
+    def _process_lock(self, path: str) -> ProcessLock | None:
+        """The cross-process commit lock of a table on a local root (None elsewhere)."""
         local_dir = self._root.local_dir
         if not local_dir:
-            return nullcontext
+            return None
         table = os.path.abspath(urlparse(path).path)
         if not table.startswith(local_dir + os.sep):  # a sink outside the root: lock beside it
             folder, name = os.path.split(table)
-            return process_lock(os.path.join(folder, f".{name}.sparkqueue.lock")).hold
+            return process_lock(os.path.join(folder, f".{name}.sparkqueue.lock"))
         name = table[len(local_dir) :].strip("/").replace("/", "__")
-        return process_lock(os.path.join(local_dir, "_sparkqueue", "locks", f"{name}.lock")).hold
+        return process_lock(os.path.join(local_dir, "_sparkqueue", "locks", f"{name}.lock"))
 
 
 def _interpreting_child(spark: SparkSession, local_dir: str | None) -> SparkSession:

@@ -275,7 +275,8 @@ def test_settings_come_from_conf_redrive_toml(tmp_path):
         RedriveSettings.load(custom)
     for bad in (
         "file_retention_hours = 0",
-        "log_retention_hours = 12",
+        "log_retention_hours = 0",
+        "local_log_minutes = 20000",
         "upkeep_every_seconds = -1",
     ):
         custom.write_text(f"[defaults]\n{bad}\n")

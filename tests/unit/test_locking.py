@@ -69,3 +69,32 @@ def test_process_lock_is_shared_by_threads_of_one_process(tmp_path):
     started = time.monotonic()
     with lock.hold():
         assert time.monotonic() - started < 1
+
+
+def test_hold_alone_waits_for_the_threads_inside_and_keeps_newcomers_out(tmp_path):
+    lock = ProcessLock(str(tmp_path / "locks" / "t.lock"))
+    events: list[str] = []
+    inside = threading.Event()
+
+    def transaction(name: str, pause: float) -> None:
+        with lock.hold():
+            events.append(f"{name} in")
+            inside.set()
+            time.sleep(pause)
+            events.append(f"{name} out")
+
+    def alone() -> None:
+        inside.wait(timeout=10)
+        with lock.hold_alone():
+            events.append("alone in")
+            time.sleep(0.2)
+            events.append("alone out")
+
+    def late() -> None:
+        inside.wait(timeout=10)
+        time.sleep(0.1)  # arrives while the lone holder waits for the first transaction
+        transaction("late", 0.0)
+
+    run_threads([lambda: transaction("first", 0.3), alone, late])
+    assert events.index("alone in") > events.index("first out")  # waited for the one inside
+    assert events.index("late in") > events.index("alone out")  # the newcomer waited for it

@@ -32,7 +32,13 @@ def test_per_queue_settings_inherit_the_defaults(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "text", ["colour = 1\n", "[defaults]\nshade = 1\n", "[defaults]\nlog_retention_hours = 1\n"]
+    "text",
+    [
+        "colour = 1\n",
+        "[defaults]\nshade = 1\n",
+        "[defaults]\nfile_retention_hours = 72\n",  # longer than the log's 48 hours
+        "[defaults]\nlocal_log_minutes = -1\n",
+    ],
 )
 def test_bad_settings_are_rejected(tmp_path, text):
     config = tmp_path / "redrive.toml"

@@ -1,0 +1,81 @@
+"""Trimming a local table's `_delta_log` to minutes of history instead of days.
+
+Every snapshot update lists a table's whole `_delta_log` folder on a local root (Hadoop's local
+file system cannot list from a key), and every operation on a queue makes a new version, so each
+entry in that folder costs every later operation: ~60 µs per entry per `receive(1)` here, 2.5 s
+at 40,000 entries (docs/performance.md, "Flat over time"). Delta deletes entries only when it
+writes a checkpoint, and only those older than `delta.logRetentionDuration` rounded down to the
+previous midnight, so a busy local queue carries a day or more of them.
+
+The rule is Delta's own, on a finer clock: the newest checkpoint written at least `keep` ago is
+the anchor, and every commit, checksum and checkpoint file of an older version goes. Snapshots at
+or after the anchor never read those files. A transaction that had read an older version would
+find its next version's file gone and write it again, unseen behind the checkpoint: so the caller
+trims while holding the table's commit lock alone (Storage.trim_log), when no transaction is in
+flight and every later one reads the newest version. `keep` then bounds only time travel and how
+long a plain reader may take between listing the log and reading the checkpoint it chose.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+_VERSIONED = re.compile(r"^(\d{20})\.(?:json|crc|checkpoint\..+)$")
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")  # classic, single part: complete
+_ORPHAN = re.compile(r"^\..+\.tmp$")  # a write's temporary file, left by a killed process
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One file in `_delta_log`: its name and when it was last written (epoch seconds)."""
+
+    name: str
+    written_at: float
+
+
+def expired(entries: list[LogEntry], now: float, keep_seconds: float) -> list[str]:
+    """The names to delete, oldest version first, so the log always starts at a checkpoint."""
+    cutoff = now - keep_seconds
+    anchors = [
+        int(match.group(1))
+        for entry in entries
+        if entry.written_at <= cutoff and (match := _CHECKPOINT.match(entry.name))
+    ]
+    anchor = max(anchors, default=-1)
+    doomed = [
+        (int(match.group(1)), entry.name)
+        for entry in entries
+        if (match := _VERSIONED.match(entry.name)) and int(match.group(1)) < anchor
+    ]
+    orphans = [
+        (-1, entry.name)
+        for entry in entries
+        if entry.written_at <= cutoff and _ORPHAN.match(entry.name)
+    ]
+    return [name for _, name in sorted(orphans + doomed)]
+
+
+def trim_log(table_dir: str, now: float, keep_seconds: float) -> int:
+    """Deletes what `expired` names from the local table at `table_dir`; returns how many files
+    went. Files another process deleted first are skipped."""
+    log_dir = os.path.join(table_dir, "_delta_log")
+    entries: list[LogEntry] = []
+    try:
+        with os.scandir(log_dir) as found:
+            for item in found:
+                try:
+                    entries.append(LogEntry(item.name, item.stat().st_mtime))
+                except FileNotFoundError:  # deleted since the listing
+                    continue
+    except FileNotFoundError:  # the table is gone
+        return 0
+    deleted = 0
+    for name in expired(entries, now, keep_seconds):
+        try:
+            os.remove(os.path.join(log_dir, name))
+            deleted += 1
+        except FileNotFoundError:
+            pass
+    return deleted
