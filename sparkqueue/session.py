@@ -38,10 +38,14 @@ def delta_maven_coordinate() -> str:
 
 
 def spark_session(**conf: str) -> SparkSession:
-    """Returns the active session unchanged (Databricks, spark-submit, a fixture), else a local one."""
+    """Returns the active session unchanged (Databricks, spark-submit, a fixture); a Spark Connect
+    session when $SPARK_REMOTE names a server (`sc://host:port`), as pyspark itself reads it; else
+    a local one."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if os.environ.get("SPARK_REMOTE"):  # the server has Delta; conf/spark-defaults.conf is local
+        return SparkSession.builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit, its --conf and --packages rule
         return _submitted_session()
     settings = read_properties(DEFAULTS_FILE)

@@ -1,0 +1,89 @@
+"""How the command line shows results: rich tables for people, one JSON document for programs.
+
+Every command hands its result here as plain values (lists of row dicts, or one dict), so the two
+forms never disagree and a command never formats anything itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import QueueDoesNotExist, QueueError, TransactionConflict
+
+# Exit codes a script can branch on (2 stays click's own: a usage error).
+EXIT_NOT_FOUND = 3
+EXIT_BAD_INPUT = 4
+EXIT_CONFLICT = 5
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready copy of a result: dataclasses as dicts, times as ISO 8601 strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def show(result: Any, *, as_json: bool, title: str | None = None) -> None:
+    """Prints `result`: a list of rows as a table, a dict as a two-column table, text as is."""
+    result = plain(result)
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    elif isinstance(result, list):
+        out.print(rows_table(result, title) if result else f"[dim]{title or 'nothing'}: none[/]")
+    elif isinstance(result, dict):
+        out.print(rows_table([{"name": k, "value": v} for k, v in result.items()], title))
+    else:
+        out.print(result)
+
+
+def rows_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Table:
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(cell(row.get(column)) for column in columns))
+    return table
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def exit_code(error: QueueError) -> int:
+    if isinstance(error, QueueDoesNotExist):
+        return EXIT_NOT_FOUND
+    if isinstance(error, TransactionConflict):
+        return EXIT_CONFLICT
+    return EXIT_BAD_INPUT
+
+
+def report_error(error: QueueError, *, as_json: bool) -> int:
+    """One clean line (or a JSON object) saying what was wrong; the exit code for its kind."""
+    if as_json:
+        payload = {"error": {"code": error.code, "message": error.message}}
+        sys.stdout.write(json.dumps(payload) + "\n")
+    else:
+        err.print(f"[bold red]error[/] {error.code}: {error.message}", highlight=False)
+    return exit_code(error)

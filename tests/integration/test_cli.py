@@ -1,0 +1,161 @@
+"""The installed `sparkqueue` command, run as a subprocess against a local root.
+
+One call runs on the embedded local session (a JVM of its own, ~20 s); the rest reach a Spark
+Connect server started here through $SPARK_REMOTE, so each costs a Python start, not a JVM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sparkqueue import Broker
+from tests.integration.servers import connect_server
+
+COMMAND = str(Path(sys.executable).with_name("sparkqueue"))
+NOT_FOUND, BAD_INPUT = 3, 4
+
+
+class Cli:
+    """Runs `sparkqueue ... --root ROOT` with a given environment."""
+
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.root, self.env = str(root), env
+
+    def args(self, *args: str) -> list[str]:
+        return [COMMAND, *args, "--root", self.root]
+
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.args(*args), input=stdin, capture_output=True, text=True, env=self.env, timeout=300
+        )
+
+    def json(self, *args: str, stdin: str | None = None) -> object:
+        done = self.run(*args, "--json", stdin=stdin)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout)
+
+    def fails(self, code: int, *args: str, stdin: str | None = None) -> dict[str, str]:
+        done = self.run(*args, "--json", stdin=stdin)
+        assert done.returncode == code, (done.returncode, done.stdout, done.stderr[-3000:])
+        return json.loads(done.stdout)["error"]
+
+
+def quiet_env(**extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SPARKQUEUE_")}
+    env.pop("SPARK_REMOTE", None)
+    return {**env, **extra}
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory) -> Iterator[Cli]:
+    with connect_server(tmp_path_factory.mktemp("cli-connect")) as url:
+        yield Cli(tmp_path_factory.mktemp("cli-root"), quiet_env(SPARK_REMOTE=url))
+
+
+def test_the_command_runs_on_the_embedded_session_and_finds_the_root_in_the_environment(
+    spark, tmp_path
+):
+    done = subprocess.run(
+        [COMMAND, "create", "local-made", "--json"],
+        capture_output=True,
+        text=True,
+        env=quiet_env(SPARKQUEUE_ROOT=str(tmp_path)),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["name"] == "local-made"  # stdout holds the JSON alone
+    assert Broker(spark, str(tmp_path)).list_queues() == ["local-made"]
+
+
+def test_queues_are_created_filled_inspected_and_deleted(cli, tmp_path):
+    assert cli.json("create", "work-dlq")["name"] == "work-dlq"
+    made = cli.json(
+        "create", "work", "--visibility-timeout", "60",
+        "--dead-letter-queue", "work-dlq", "--max-receive-count", "1",
+    )  # fmt: skip
+    assert (made["visibility_timeout"], made["dead_letter_queue"]) == (60, "work-dlq")
+
+    assert cli.json("send", "work", "one")["sent"] == 1
+    lines = tmp_path / "lines.txt"
+    lines.write_text("two\nthree\n")
+    assert cli.json("send", "work", "--file", str(lines))["sent"] == 2
+    assert cli.json("send", "work", stdin="four\nfive\n")["sent"] == 2
+    objects = '{"body": "six", "attributes": {"kind": "test"}}\n{"body": "seven"}\n'
+    assert cli.json("send", "work", "--json-lines", stdin=objects)["sent"] == 2
+
+    [row] = [q for q in cli.json("queues") if q["name"] == "work"]
+    assert (row["visible"], row["in_flight"]) == (7, 0)
+    assert (
+        cli.json(
+            "attributes", "work", "--set", "delay_seconds=0", "--set", "visibility_timeout=90"
+        )["visibility_timeout"]
+        == 90
+    )
+    peeked = cli.json("peek", "work", "-n", "3")
+    bodies = [m["body"] for m in peeked]  # oldest first (one send's messages in any order)
+    assert bodies[0] == "one" and set(bodies[1:]) == {"two", "three"}
+
+    taken = cli.json("receive", "work", "-n", "2", "--delete")
+    assert len(taken) == 2 and all(m["receive_count"] == 1 for m in taken)
+    assert cli.json("stats", "work")["visible"] == 5
+
+    # received once with no timeout left, they are exhausted: the redrive pass dead-letters them
+    assert len(cli.json("receive", "work", "-n", "10", "--visibility-timeout", "0")) == 5
+    [moved] = [q for q in cli.json("redrive") if q["queue"] == "work"]
+    assert moved["moved_to_dead_letter"] == 5
+    assert len(cli.json("dead-letters", "work-dlq")) == 5
+    assert cli.json("dead-letters", "work-dlq", "--move-back")["moved"] == 5
+    assert cli.json("stats", "work")["visible"] == 5
+
+    depth = tmp_path / "depth.png"
+    assert cli.json("metrics", "--png", str(depth))[-1]["queue"] in {"work", "work-dlq"}
+    assert depth.read_bytes().startswith(b"\x89PNG")
+
+    assert cli.json("purge", "work")["purged"] == 5
+    cli.json("delete", "work")
+    assert "work" not in [q["name"] for q in cli.json("queues")]
+
+
+def test_bad_input_is_one_clear_error_with_its_own_exit_code_and_writes_nothing(cli):
+    cli.json("create", "strict")
+    assert cli.fails(NOT_FOUND, "stats", "missing")["code"] == "QueueDoesNotExist"
+    assert (
+        "colour" in cli.fails(BAD_INPUT, "attributes", "strict", "--set", "colour=red")["message"]
+    )
+    error = cli.fails(BAD_INPUT, "send", "strict", "--json-lines", stdin='{"body": "ok"}\n{oops\n')
+    assert error["code"] == "InvalidParameterValue" and "line 2" in error["message"]
+    assert cli.fails(BAD_INPUT, "create", "no spaces")["code"] == "InvalidParameterValue"
+    assert cli.json("stats", "strict")["visible"] == 0  # the good first line was not sent either
+    plain = cli.run("stats", "missing")  # without --json: one line on stderr
+    assert plain.returncode == NOT_FOUND and plain.stdout == ""
+    assert "QueueDoesNotExist" in plain.stderr.strip().splitlines()[-1]
+
+
+def test_watch_and_every_run_until_interrupted(cli):
+    cli.json("create", "watched")
+    outputs = []
+    for args in (("stats", "watched", "--watch", "0.5"), ("redrive", "--every", "1")):
+        process = subprocess.Popen(
+            cli.args(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli.env, text=True
+        )
+        time.sleep(15)  # the start-up and a few refreshes or passes; no visibility timeout here
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err[-3000:]
+        outputs.append(out)
+    assert "in_flight" in outputs[0]  # the refreshing table was drawn
+    assert len(cli.json("metrics", "--queue", "watched")) >= 2  # --every ran passes
+
+
+def test_bench_passes_its_options_through(cli):
+    done = cli.run("bench", "--help")
+    assert done.returncode == 0 and "--smoke" in done.stdout
