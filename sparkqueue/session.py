@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import sys
+import tempfile
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -12,6 +16,10 @@ from pyspark.sql import SparkSession
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 DEFAULTS_FILE = Path(__file__).with_name("spark-defaults.conf")
+# The embedded JVM's console (Ivy's resolution report, Spark's start-up warnings, later Spark logs)
+# goes to a file here, so a program's own output is all its terminal shows.
+SPARK_LOG_DIR = Path(tempfile.gettempdir()) / "sparkqueue-logs"
+LOG_TAIL_BYTES = 4_000  # shown when the JVM fails to start, so the reason is not hidden
 # A key ends at its first `=`, `:` or blank, as in java.util.Properties; values may contain all three.
 _SEPARATOR = re.compile(r"\s*[=:\s]\s*")
 
@@ -60,7 +68,40 @@ def spark_session(**conf: str) -> SparkSession:
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    return _with_console_in_a_file(builder.getOrCreate)
+
+
+def spark_log_path() -> Path:
+    """Where this process's embedded JVM writes its console output."""
+    return SPARK_LOG_DIR / f"spark-{os.getpid()}.log"
+
+
+def _with_console_in_a_file(start: Callable[[], SparkSession]) -> SparkSession:
+    """Starts the JVM with its stdout and stderr on `spark_log_path()` (it inherits them for its
+    whole life); this process's own streams are restored at once. A failed start prints the
+    file's tail, since that is where the JVM said why."""
+    path = spark_log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its connection chatter, at INFO
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    try:
+        with path.open("ab") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            try:
+                return start()
+            finally:
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+    except Exception:
+        tail = path.read_bytes()[-LOG_TAIL_BYTES:].decode(errors="replace")
+        print(f"Spark did not start; the end of {path}:\n{tail}", file=sys.stderr)
+        raise
+    finally:
+        os.close(saved[0])
+        os.close(saved[1])
 
 
 def _submitted_session() -> SparkSession:

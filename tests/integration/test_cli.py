@@ -73,6 +73,7 @@ def test_the_command_runs_on_the_embedded_session_and_finds_the_root_in_the_envi
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["name"] == "local-made"  # stdout holds the JSON alone
+    assert done.stderr == ""  # Ivy's report and Spark's warnings went to the JVM's log file
     assert Broker(spark, str(tmp_path)).list_queues() == ["local-made"]
 
 
