@@ -1,16 +1,24 @@
-"""Notebook parameters that are Databricks widgets on Databricks and plain defaults elsewhere."""
+"""Notebook parameters: Databricks widgets in a notebook, command-line options when the same file
+runs as a Python script task, plain defaults elsewhere."""
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 from typing import Any
 
 
 def parameters(dbutils: Any | None, **defaults: str) -> dict[str, str]:
-    """Text widgets (created with these defaults) under Databricks; else SPARKQUEUE_<NAME> or the default."""
+    """Text widgets (created with these defaults) under Databricks; else `--name value` options on
+    the command line (a job's script task), then SPARKQUEUE_<NAME>, then the default."""
     if dbutils is None:
+        parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+        for name in defaults:
+            parser.add_argument(f"--{name}")
+        given, _ = parser.parse_known_args(sys.argv[1:])
         return {
-            name: os.environ.get(f"SPARKQUEUE_{name.upper()}", value)
+            name: getattr(given, name) or os.environ.get(f"SPARKQUEUE_{name.upper()}", value)
             for name, value in defaults.items()
         }
     for name, value in defaults.items():

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from pyspark.sql import functions as F
 
@@ -282,17 +279,6 @@ def test_settings_come_from_conf_redrive_toml(tmp_path):
         custom.write_text(f"[defaults]\n{bad}\n")
         with pytest.raises(InvalidParameterValue, match=bad.split()[0]):
             RedriveSettings.load(custom)
-
-
-def test_the_databricks_job_runs_one_pass_of_jobs_redrive():
-    job = json.loads(Path("conf/databricks-redrive-job.json").read_text())
-    assert job["max_concurrent_runs"] == 1  # passes never overlap on a schedule
-    [task] = job["tasks"]
-    assert task["spark_python_task"]["python_file"] == "jobs/redrive.py"
-    assert Path(task["spark_python_task"]["python_file"]).is_file()
-    parameters = task["spark_python_task"]["parameters"]
-    assert "--once" in parameters
-    assert Path(parameters[parameters.index("--config") + 1]).is_file()
 
 
 def test_the_report_counts_what_the_commit_changed(broker, clock, monkeypatch):
