@@ -137,7 +137,9 @@ def send(
     entries = [entry(line, number, json_lines, group_id) for number, line in enumerate(lines, 1)]
     if not entries:
         raise InvalidParameterValue("nothing to send: give a body, --file, or lines on stdin")
-    ids = open_broker(root).get_queue(name).send_batch(entries)
+    queue = open_broker(root).get_queue(name)
+    with render.working(f"sending {len(entries):,} message(s) to {name}", as_json=as_json):
+        ids = queue.send_batch(entries)
     render.show({"sent": len(ids), "message_ids": ids}, as_json=as_json)
 
 
@@ -194,7 +196,10 @@ def receive(
 @command
 def purge(name: NameArgument, root: RootOption = None, as_json: JsonOption = False) -> None:
     """Deletes every message of a queue, in flight or not."""
-    render.show({"purged": open_broker(root).get_queue(name).purge()}, as_json=as_json)
+    queue = open_broker(root).get_queue(name)
+    with render.working(f"purging {name}", as_json=as_json):
+        purged = queue.purge()
+    render.show({"purged": purged}, as_json=as_json)
 
 
 @command

@@ -42,7 +42,8 @@ def redrive(
     broker = open_broker(root)
     settings = RedriveSettings.load(SETTINGS_FILE) if SETTINGS_FILE.exists() else RedriveSettings()
     if every is None:
-        report = broker.redrive(queue, settings=settings)
+        with render.working("running a redrive pass", as_json=as_json):
+            report = broker.redrive(queue, settings=settings)
         rows = [dataclasses.asdict(result) for result in report.queues.values()]
         render.show(rows, as_json=as_json, title="redrive pass")
         return
@@ -66,7 +67,9 @@ def dead_letters(
     """The messages in a dead-letter queue, or --move-back to where they came from."""
     queue = open_broker(root).get_queue(name)
     if move_back:
-        render.show({"moved": queue.start_message_move()}, as_json=as_json)
+        with render.working(f"moving the messages of {name} back", as_json=as_json):
+            moved = queue.start_message_move()
+        render.show({"moved": moved}, as_json=as_json)
         return
     columns = ["message_id", "body", "attributes", "sent_at", "group_id"]
     rows = [row.asDict(recursive=True) for row in queue.peek_df(n).select(*columns).collect()]

@@ -9,11 +9,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..errors import QueueDoesNotExist, QueueError, TransactionConflict
@@ -69,6 +71,19 @@ def cell(value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, sort_keys=True)
     return str(value)
+
+
+@contextmanager
+def working(what: str, *, as_json: bool) -> Iterator[None]:
+    """A spinner with the elapsed time on stderr while a long step runs (a send, a pass, a move),
+    on a terminal only: one commit has no partial progress to count, but the wait shows."""
+    if as_json or not err.is_terminal:
+        yield
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as progress:
+        progress.add_task(what, total=None)
+        yield
 
 
 def exit_code(error: QueueError) -> int:
