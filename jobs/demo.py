@@ -13,7 +13,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--root", default="demo-root", help="folder or URI holding the queues")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("sparkqueue").setLevel(logging.INFO)  # ours, not py4j's chatter
     spark = spark_session()
     run_demo(spark, args.root)
 

@@ -21,7 +21,8 @@ def main() -> None:
     when.add_argument("--once", action="store_true", help="run one pass and exit")
     when.add_argument("--every", type=int, metavar="SECONDS", help="run a pass every SECONDS")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("sparkqueue").setLevel(logging.INFO)  # ours, not py4j's chatter
 
     settings = RedriveSettings.load(args.config)
     if args.every is not None:

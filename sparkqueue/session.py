@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import sys
@@ -82,7 +81,6 @@ def _with_console_in_a_file(start: Callable[[], SparkSession]) -> SparkSession:
     file's tail, since that is where the JVM said why."""
     path = spark_log_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    logging.getLogger("py4j").setLevel(logging.WARNING)  # its connection chatter, at INFO
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)

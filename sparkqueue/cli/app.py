@@ -65,10 +65,7 @@ def open_broker(root: str | None) -> Any:
     from ..session import spark_session
 
     where = resolve_root(root)
-    spark = spark_session()
-    if not type(spark).__module__.startswith("pyspark.sql.connect"):
-        spark.sparkContext.setLogLevel("ERROR")  # its warnings are not the command's output
-    return Broker(spark, where)
+    return Broker(spark_session(), where)  # the JVM's warnings go to its log file, not here
 
 
 def command(function: F) -> F:
