@@ -169,10 +169,13 @@ def peek(
     as_json: JsonOption = False,
 ) -> None:
     """Visible messages, oldest first, without receiving them."""
-    frame = open_broker(root).get_queue(name).peek_df(n)
+    render.show(peeked(open_broker(root).get_queue(name), n), as_json=as_json, title=name)
+
+
+def peeked(queue: Any, n: int) -> list[dict[str, Any]]:
+    """Up to `n` visible messages as rows, oldest first, read without claiming them."""
     columns = ["message_id", "body", "attributes", "receive_count", "sent_at", "group_id"]
-    rows = [row.asDict(recursive=True) for row in frame.select(*columns).collect()]
-    render.show(rows, as_json=as_json, title=name)
+    return [row.asDict(recursive=True) for row in queue.peek_df(n).select(*columns).collect()]
 
 
 @command

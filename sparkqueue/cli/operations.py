@@ -13,7 +13,7 @@ import typer
 from ..errors import InvalidParameterValue
 from . import render
 from .app import SETTINGS_FILE, JsonOption, RootOption, app, command, open_broker
-from .commands import NameArgument
+from .commands import NameArgument, peeked
 
 METRIC_COLUMNS = [
     "queue",
@@ -71,9 +71,7 @@ def dead_letters(
             moved = queue.start_message_move()
         render.show({"moved": moved}, as_json=as_json)
         return
-    columns = ["message_id", "body", "attributes", "sent_at", "group_id"]
-    rows = [row.asDict(recursive=True) for row in queue.peek_df(n).select(*columns).collect()]
-    render.show(rows, as_json=as_json, title=f"dead letters in {name}")
+    render.show(peeked(queue, n), as_json=as_json, title=f"dead letters in {name}")
 
 
 @command
