@@ -11,12 +11,13 @@
 
 from pyspark.sql import functions as F
 
-from sparkqueue import Broker, spark_session
-from sparkqueue.notebook import parameters
+from sparkqueue import spark_session
+from sparkqueue.notebook import open_broker, parameters
 
 params = parameters(
     globals().get("dbutils"),
     root="/tmp/sparkqueue-notebooks",
+    catalog="",
     queue="orders",
     batch_size="100",
     visibility_timeout="60",
@@ -24,9 +25,13 @@ params = parameters(
     max_batches="50",
 )
 spark = spark_session()
-broker = Broker(spark, params["root"])
+broker = open_broker(spark, params)
 queue = broker.get_queue(params["queue"])
-results_table = f"{broker.root}/results/{params['queue']}"
+# The results: a table beside the queues in catalog mode, else a folder under the root.
+if broker.catalog:
+    results_table = f"{broker.catalog}.{params['queue'].replace('-', '_')}_results"
+else:
+    results_table = f"{broker.root}/results/{params['queue']}"
 
 # COMMAND ----------
 

@@ -2,7 +2,7 @@
 # MAGIC %md
 # MAGIC # sparkqueue operations
 # MAGIC Stats for every queue, a redrive pass, dead-letter inspection and move-back, and a chart of
-# MAGIC queue depth over time from the redrive job's metrics table. Widgets: `root`, `move_back`
+# MAGIC queue depth over time from the redrive job's metrics table. Widgets: `root` or `catalog`, `move_back`
 # MAGIC (`yes` moves dead letters back to their source queues), `chart` (a PNG path; empty shows it).
 
 # COMMAND ----------
@@ -12,14 +12,14 @@ from dataclasses import astuple
 import matplotlib.pyplot as plt
 from pyspark.sql import functions as F
 
-from sparkqueue import Broker, spark_session
-from sparkqueue.notebook import parameters
+from sparkqueue import spark_session
+from sparkqueue.notebook import open_broker, parameters
 
 params = parameters(
-    globals().get("dbutils"), root="/tmp/sparkqueue-notebooks", move_back="no", chart=""
+    globals().get("dbutils"), root="/tmp/sparkqueue-notebooks", catalog="", move_back="no", chart=""
 )
 spark = spark_session()
-broker = Broker(spark, params["root"])
+broker = open_broker(spark, params)
 show = globals().get("display") or (lambda frame: frame.show(truncate=False))
 
 # COMMAND ----------

@@ -2,21 +2,26 @@
 # MAGIC %md
 # MAGIC # sparkqueue producer
 # MAGIC Enqueues a DataFrame of orders in one commit. Widgets: `root` (a volume or cloud path on
-# MAGIC Databricks), `queue`, `orders`. Outside Databricks they default, or come from
-# MAGIC `SPARKQUEUE_ROOT`, `SPARKQUEUE_QUEUE`, `SPARKQUEUE_ORDERS`.
+# MAGIC Databricks) or `catalog` (a catalog schema such as `main.queues`; used when not empty),
+# MAGIC `queue`, `orders`. Outside Databricks they default, or come from `SPARKQUEUE_ROOT`,
+# MAGIC `SPARKQUEUE_CATALOG`, `SPARKQUEUE_QUEUE`, `SPARKQUEUE_ORDERS`.
 
 # COMMAND ----------
 
 from pyspark.sql import functions as F
 
-from sparkqueue import Broker, spark_session
-from sparkqueue.notebook import parameters
+from sparkqueue import spark_session
+from sparkqueue.notebook import open_broker, parameters
 
 params = parameters(
-    globals().get("dbutils"), root="/tmp/sparkqueue-notebooks", queue="orders", orders="200"
+    globals().get("dbutils"),
+    root="/tmp/sparkqueue-notebooks",
+    catalog="",
+    queue="orders",
+    orders="200",
 )
 spark = spark_session()  # the notebook's own session on Databricks
-broker = Broker(spark, params["root"])
+broker = open_broker(spark, params)
 broker.create_queue(f"{params['queue']}-dlq")
 queue = broker.create_queue(
     params["queue"], dead_letter_queue=f"{params['queue']}-dlq", max_receive_count=2

@@ -1,22 +1,23 @@
 # Databricks notebook source
 # MAGIC %md
 # MAGIC # sparkqueue quickstart
-# MAGIC Send, receive and delete on a queue under `root`. On Databricks, set the `root` widget to a
-# MAGIC volume or cloud path; locally the notebook runs as a plain Python file.
+# MAGIC Send, receive and delete on a queue. On Databricks, set the `root` widget to a volume or
+# MAGIC cloud path, or the `catalog` widget to a catalog schema (`main.queues`); locally the notebook
+# MAGIC runs as a plain Python file on a temporary folder.
 
 # COMMAND ----------
 
 import tempfile
 
-from sparkqueue import Broker, spark_session
+from sparkqueue import spark_session
+from sparkqueue.notebook import open_broker, parameters
 
-try:
-    root = dbutils.widgets.get("root")  # type: ignore[name-defined]
-except NameError:  # running outside Databricks
-    root = tempfile.mkdtemp(prefix="sparkqueue-notebook-")
+params = parameters(globals().get("dbutils"), root="", catalog="")
+if not params["root"] and not params["catalog"]:
+    params["root"] = tempfile.mkdtemp(prefix="sparkqueue-notebook-")
 
 spark = spark_session()
-broker = Broker(spark, root)
+broker = open_broker(spark, params)
 queue = broker.create_queue("notebook-demo")
 
 # COMMAND ----------

@@ -1,4 +1,4 @@
-"""`Broker`: the public entry point, a set of queues under one storage root.
+"""`Broker`: the public entry point, a set of queues under a storage root or in a catalog schema.
 
 It owns the storage, registry and clock, hands them to the engine and services as one
 `QueueContext`, and checks arguments; no lower layer ever sees the Broker itself.
@@ -25,39 +25,61 @@ from .limits import (
 from .model import RedriveReport
 from .queue import Queue
 from .rules.checks import check_queue_name
-from .services.redrive import Redrive, metrics_path
+from .services.redrive import Redrive
 from .services.settings import RedriveSettings
 from .services.sink import write_once
 from .store.registry import Registry
 from .store.schema import METRICS_SCHEMA
 from .store.storage import Storage
+from .store.tables import PathLayout, open_catalog
 from .store.transactions import RetryPolicy
 
 
 class Broker:
-    """Create, find and delete queues; every Broker on one root sees the same queues."""
+    """Create, find and delete queues; every Broker on one root (or catalog schema) sees the same
+    queues.
+
+    `root` keeps the queues as Delta tables under a storage path; `catalog` ("main.queues", or a
+    schema of the current catalog) keeps them as tables of that existing catalog schema, Unity
+    Catalog on Databricks. Exactly one of the two is given.
+    """
 
     def __init__(
         self,
         spark: SparkSession,
-        root: str,
+        root: str | None = None,
         *,
+        catalog: str | None = None,
         clock: Clock | None = None,
         retry: RetryPolicy | None = None,
         attribute_cache_seconds: float = ATTRIBUTE_CACHE_SECONDS,
     ) -> None:
+        if (root is None) == (catalog is None):
+            raise InvalidParameterValue(
+                "give a Broker exactly one of root (a storage path) or catalog (a catalog schema"
+                f" such as 'main.queues'); got root={root!r}, catalog={catalog!r}"
+            )
         self.spark = spark
-        storage = Storage(spark, root, retry or RetryPolicy())
+        layout = PathLayout(root) if root is not None else open_catalog(spark, str(catalog))
+        storage = Storage(spark, layout, retry or RetryPolicy())
         # The registry's reads and MERGEs are single-row work: the interpreting session's.
         registry = Registry(storage.interpreted, attribute_cache_seconds)
         self.context = QueueContext(storage, registry, clock or wall_clock)
 
     def __repr__(self) -> str:
-        return f"Broker(root={self.root!r})"
+        return f"Broker({self.context.storage.layout.where})"
 
     @property
-    def root(self) -> str:
-        return self.context.storage.root
+    def root(self) -> str | None:
+        """The storage root's URI (None in catalog mode)."""
+        layout = self.context.storage.layout
+        return layout.uri if isinstance(layout, PathLayout) else None
+
+    @property
+    def catalog(self) -> str | None:
+        """The catalog schema, `catalog.schema` (None for a broker on a root)."""
+        layout = self.context.storage.layout
+        return None if isinstance(layout, PathLayout) else str(layout)
 
     @property
     def storage(self) -> Storage:
@@ -122,9 +144,9 @@ class Broker:
 
     def redrive_metrics(self) -> DataFrame:
         """The redrive job's per-pass, per-queue metrics (depth, moves, timings) for dashboards."""
-        path = metrics_path(self.context.storage)
-        self.context.storage.ensure_table(path, METRICS_SCHEMA)
-        return self.context.storage.read(path)
+        table = self.context.storage.layout.metrics
+        self.context.storage.ensure_table(table, METRICS_SCHEMA)
+        return self.context.storage.read(table)
 
     def write_once(self, results: DataFrame, sink: str, *, key: str = "message_id") -> int | None:
         """Appends to the Delta table `sink` the rows whose `key` it lacks; returns rows written

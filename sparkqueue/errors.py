@@ -17,6 +17,12 @@ class QueueDoesNotExist(QueueError):
     code = "QueueDoesNotExist"
 
 
+class SchemaDoesNotExist(QueueError):
+    """A broker in catalog mode named a catalog or schema that is not there (or not readable)."""
+
+    code = "SchemaDoesNotExist"
+
+
 class QueueAlreadyExists(QueueError):
     code = "QueueAlreadyExists"
 

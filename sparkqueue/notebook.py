@@ -8,6 +8,11 @@ import os
 import sys
 from typing import Any
 
+from pyspark.sql import SparkSession
+
+from .broker import Broker
+from .where import Source, Where
+
 
 def parameters(dbutils: Any | None, **defaults: str) -> dict[str, str]:
     """Text widgets (created with these defaults) under Databricks; else `--name value` options on
@@ -24,3 +29,12 @@ def parameters(dbutils: Any | None, **defaults: str) -> dict[str, str]:
     for name, value in defaults.items():
         dbutils.widgets.text(name, value)
     return {name: dbutils.widgets.get(name) for name in defaults}
+
+
+def open_broker(spark: SparkSession, params: dict[str, str]) -> Broker:
+    """The broker a notebook's `catalog` parameter names, or when that is empty its `root`."""
+    where = Where.first(
+        Source("the catalog parameter", catalog=params.get("catalog")),
+        Source("the root parameter", root=params.get("root")),
+    )
+    return where.broker(spark)

@@ -30,7 +30,7 @@ class Queue:
         self.name = name
 
     def __repr__(self) -> str:
-        return f"Queue({self.name!r}, root={self._ctx.storage.root!r})"
+        return f"Queue({self.name!r}, {self._ctx.storage.layout.where})"
 
     # -- attributes ---------------------------------------------------------------------------------
 

@@ -15,11 +15,14 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ..errors import InvalidParameterValue, QueueError
+from ..errors import QueueError
+from ..where import Source, Where
 from . import render
 
-SETTINGS_FILE = Path("conf") / "redrive.toml"  # the root comes from here last
+SETTINGS_FILE = Path("conf") / "redrive.toml"  # the root or catalog comes from here last
 ROOT_VARIABLE = "SPARKQUEUE_ROOT"
+CATALOG_VARIABLE = "SPARKQUEUE_CATALOG"
+_VARIABLES = (ROOT_VARIABLE, CATALOG_VARIABLE)
 
 app = typer.Typer(
     name="sparkqueue",
@@ -37,35 +40,38 @@ RootOption = Annotated[
         show_default=False,
     ),
 ]
+CatalogOption = Annotated[
+    str | None,
+    typer.Option(
+        "--catalog",
+        help=f"Catalog schema holding the queues instead, e.g. main.queues (else ${CATALOG_VARIABLE}).",
+        show_default=False,
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def resolve_root(root: str | None) -> str:
-    """--root, then $SPARKQUEUE_ROOT, then the `root` of conf/redrive.toml in this folder."""
-    if root:
-        return root
-    if os.environ.get(ROOT_VARIABLE):
-        return os.environ[ROOT_VARIABLE]
-    if SETTINGS_FILE.exists():
-        from ..services.settings import RedriveSettings
+def resolve_where(root: str | None, catalog: str | None) -> Where:
+    """--root or --catalog, then $SPARKQUEUE_ROOT or $SPARKQUEUE_CATALOG, then the `root` or
+    `catalog` of conf/redrive.toml in this folder."""
+    from ..services.settings import RedriveSettings
 
-        configured = RedriveSettings.load(SETTINGS_FILE).root
-        if configured:
-            return configured
-    raise InvalidParameterValue(
-        f"no queue root: pass --root, set {ROOT_VARIABLE}, or set root in {SETTINGS_FILE}"
+    settings = RedriveSettings.load(SETTINGS_FILE) if SETTINGS_FILE.exists() else RedriveSettings()
+    return Where.first(
+        Source("--root/--catalog", root, catalog),
+        Source(f"${ROOT_VARIABLE}/${CATALOG_VARIABLE}", *map(os.environ.get, _VARIABLES)),
+        Source(str(SETTINGS_FILE), settings.root, settings.catalog),
     )
 
 
-def open_broker(root: str | None) -> Any:
-    """The broker on the resolved root, over a quiet local (or the active) Spark session."""
-    from ..broker import Broker
+def open_broker(root: str | None, catalog: str | None) -> Any:
+    """The broker on the resolved root or catalog, over a quiet local (or the active) session."""
     from ..session import spark_session
 
-    where = resolve_root(root)
-    return Broker(spark_session(), where)  # the JVM's warnings go to its log file, not here
+    where = resolve_where(root, catalog)
+    return where.broker(spark_session())  # the JVM's warnings go to its log file, not here
 
 
 def command(function: F) -> F:

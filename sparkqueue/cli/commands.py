@@ -14,7 +14,7 @@ from rich.live import Live
 
 from ..errors import InvalidParameterValue
 from . import render
-from .app import JsonOption, RootOption, command, open_broker
+from .app import CatalogOption, JsonOption, RootOption, command, open_broker
 
 NameArgument = Annotated[str, typer.Argument(help="The queue's name.", show_default=False)]
 LINE_FIELDS = {"body", "attributes", "delay_seconds", "group_id", "deduplication_id"}
@@ -41,10 +41,11 @@ def overview(broker: Any, name: str) -> dict[str, Any]:
 def queues(
     prefix: Annotated[str, typer.Option(help="Only names starting with this.")] = "",
     root: RootOption = None,
+    catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Every queue with its attributes and live counts."""
-    broker = open_broker(root)
+    broker = open_broker(root, catalog)
     rows = [overview(broker, name) for name in broker.list_queues(prefix)]
     render.show(rows, as_json=as_json, title="queues")
 
@@ -60,6 +61,7 @@ def create(
     dead_letter_queue: Annotated[str | None, typer.Option(help="Where exhausted go.")] = None,
     max_receive_count: Annotated[int | None, typer.Option(help="Receives before that.")] = None,
     root: RootOption = None,
+    catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Creates a queue (an existing one with the same attributes is kept, as in SQS)."""
@@ -69,7 +71,7 @@ def create(
         "dead_letter_queue": dead_letter_queue,
         "max_receive_count": max_receive_count,
     }
-    broker = open_broker(root)
+    broker = open_broker(root, catalog)
     queue = broker.create_queue(
         name, fifo=fifo, **{key: value for key, value in given.items() if value is not None}
     )
@@ -77,9 +79,14 @@ def create(
 
 
 @command
-def delete(name: NameArgument, root: RootOption = None, as_json: JsonOption = False) -> None:
+def delete(
+    name: NameArgument,
+    root: RootOption = None,
+    catalog: CatalogOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Deletes a queue with its messages."""
-    open_broker(root).delete_queue(name)
+    open_broker(root, catalog).delete_queue(name)
     render.show({"deleted": name}, as_json=as_json)
 
 
@@ -91,11 +98,12 @@ def attributes(
         typer.Option("--set", help="KEY=VALUE (repeatable); VALUE 'none' clears.", metavar="KV"),
     ] = None,
     root: RootOption = None,
+    catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Shows a queue's attributes, or changes some with --set."""
     changes = dict(parse_assignment(text) for text in set_ or [])
-    queue = open_broker(root).get_queue(name)
+    queue = open_broker(root, catalog).get_queue(name)
     if changes:
         queue.set_attributes(**changes)
     render.show(queue.attributes, as_json=as_json, title=name)
@@ -125,6 +133,7 @@ def send(
     ] = False,
     group_id: Annotated[str | None, typer.Option(help="FIFO message group.")] = None,
     root: RootOption = None,
+    catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Sends the body, else each line of --file, else each line of stdin: one commit in all."""
@@ -137,7 +146,7 @@ def send(
     entries = [entry(line, number, json_lines, group_id) for number, line in enumerate(lines, 1)]
     if not entries:
         raise InvalidParameterValue("nothing to send: give a body, --file, or lines on stdin")
-    queue = open_broker(root).get_queue(name)
+    queue = open_broker(root, catalog).get_queue(name)
     with render.working(f"sending {len(entries):,} message(s) to {name}", as_json=as_json):
         ids = queue.send_batch(entries)
     render.show({"sent": len(ids), "message_ids": ids}, as_json=as_json)
@@ -166,10 +175,11 @@ def peek(
     name: NameArgument,
     n: Annotated[int, typer.Option("-n", help="At most this many.")] = 10,
     root: RootOption = None,
+    catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Visible messages, oldest first, without receiving them."""
-    render.show(peeked(open_broker(root).get_queue(name), n), as_json=as_json, title=name)
+    render.show(peeked(open_broker(root, catalog).get_queue(name), n), as_json=as_json, title=name)
 
 
 def peeked(queue: Any, n: int) -> list[dict[str, Any]]:
@@ -186,10 +196,11 @@ def receive(
     visibility_timeout: Annotated[int | None, typer.Option(help="Seconds.")] = None,
     wait: Annotated[int, typer.Option("--wait", help="Long-poll this many seconds.")] = 0,
     root: RootOption = None,
+    catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Receives messages (hidden for their visibility timeout unless --delete)."""
-    queue = open_broker(root).get_queue(name)
+    queue = open_broker(root, catalog).get_queue(name)
     messages = queue.receive(n, visibility_timeout=visibility_timeout, wait_time_seconds=wait)
     if delete_ and messages:
         queue.delete_batch([message.receipt_handle for message in messages])
@@ -197,9 +208,14 @@ def receive(
 
 
 @command
-def purge(name: NameArgument, root: RootOption = None, as_json: JsonOption = False) -> None:
+def purge(
+    name: NameArgument,
+    root: RootOption = None,
+    catalog: CatalogOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Deletes every message of a queue, in flight or not."""
-    queue = open_broker(root).get_queue(name)
+    queue = open_broker(root, catalog).get_queue(name)
     with render.working(f"purging {name}", as_json=as_json):
         purged = queue.purge()
     render.show({"purged": purged}, as_json=as_json)
@@ -212,10 +228,11 @@ def stats(
         float | None, typer.Option("--watch", help="Refresh every this many seconds.")
     ] = None,
     root: RootOption = None,
+    catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """A queue's counts, as SQS's Approximate* metrics; --watch refreshes them until Ctrl-C."""
-    queue = open_broker(root).get_queue(name)
+    queue = open_broker(root, catalog).get_queue(name)
     if watch is None or as_json:
         render.show(queue.stats(), as_json=as_json, title=name)
         return

@@ -12,7 +12,7 @@ import typer
 
 from ..errors import InvalidParameterValue
 from . import render
-from .app import SETTINGS_FILE, JsonOption, RootOption, app, command, open_broker
+from .app import SETTINGS_FILE, CatalogOption, JsonOption, RootOption, app, command, open_broker
 from .commands import NameArgument, peeked
 
 METRIC_COLUMNS = [
@@ -33,13 +33,14 @@ def redrive(
     ] = None,
     queue: Annotated[list[str] | None, typer.Option(help="Only this queue (repeatable).")] = None,
     root: RootOption = None,
+    catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """One pass of the redrive job (releases, dead-letter moves, retention, upkeep), or --every."""
     from ..services.redrive import run_schedule
     from ..services.settings import RedriveSettings
 
-    broker = open_broker(root)
+    broker = open_broker(root, catalog)
     settings = RedriveSettings.load(SETTINGS_FILE) if SETTINGS_FILE.exists() else RedriveSettings()
     if every is None:
         with render.working("running a redrive pass", as_json=as_json):
@@ -62,10 +63,11 @@ def dead_letters(
         bool, typer.Option("--move-back", help="Move them back to their source queues.")
     ] = False,
     root: RootOption = None,
+    catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The messages in a dead-letter queue, or --move-back to where they came from."""
-    queue = open_broker(root).get_queue(name)
+    queue = open_broker(root, catalog).get_queue(name)
     if move_back:
         with render.working(f"moving the messages of {name} back", as_json=as_json):
             moved = queue.start_message_move()
@@ -82,12 +84,13 @@ def metrics(
         Path | None, typer.Option("--png", help="Chart queue depth into this file.")
     ] = None,
     root: RootOption = None,
+    catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The redrive job's metrics, one row per queue per pass, as a table or a depth chart."""
     from pyspark.sql import functions as F
 
-    frame = open_broker(root).redrive_metrics()
+    frame = open_broker(root, catalog).redrive_metrics()
     if queue is not None:
         frame = frame.where(F.col("queue") == F.lit(queue))
     passes = frame.orderBy(F.col("pass_at").desc()).limit(last).collect()

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..errors import QueueDoesNotExist, QueueError, TransactionConflict
+from ..errors import QueueDoesNotExist, QueueError, SchemaDoesNotExist, TransactionConflict
 
 # Exit codes a script can branch on (2 stays click's own: a usage error).
 EXIT_NOT_FOUND = 3
@@ -87,7 +87,7 @@ def working(what: str, *, as_json: bool) -> Iterator[None]:
 
 
 def exit_code(error: QueueError) -> int:
-    if isinstance(error, QueueDoesNotExist):
+    if isinstance(error, QueueDoesNotExist | SchemaDoesNotExist):
         return EXIT_NOT_FOUND
     if isinstance(error, TransactionConflict):
         return EXIT_CONFLICT

@@ -13,7 +13,7 @@ from ..errors import InvalidParameterValue, ReceiptHandleIsInvalid
 from ..model import BatchResult
 from ..rules import handles
 from ..rules.handles import HandleRef
-from ..store.dml import in_list, target_prefix
+from ..store.dml import in_list
 from ..store.registry import QueueRecord
 from . import fifo, ranges
 from .claim import keyed_merge
@@ -153,7 +153,7 @@ def _delete_matching(
     says it deleted all `expected` (else the caller looks which are left)."""
 
     def attempt() -> bool:
-        t = target_prefix(record.location)
+        t = ctx.storage.target_prefix(record.location)
         merge = keyed_merge(
             ctx, record, source, shards, F.col(f"{t}receipt_handle") == F.col("s.receipt_handle")
         )

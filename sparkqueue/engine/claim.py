@@ -22,7 +22,7 @@ from ..errors import OverLimit
 from ..limits import CANDIDATE_SLACK, LONG_POLL_INTERVAL_SECONDS
 from ..model import Message
 from ..rules import handles
-from ..store.dml import Merge, in_list, target_prefix
+from ..store.dml import Merge, in_list
 from ..store.registry import QueueRecord
 from . import fifo
 from .conditions import claimable
@@ -191,7 +191,7 @@ def keyed_merge(
     extra: Column | None = None,
 ) -> Merge:
     """A MERGE keyed by message id and pruned to literal shards, so it conflicts only there."""
-    t = target_prefix(record.location)
+    t = ctx.storage.target_prefix(record.location)
     condition = in_list(f"{t}shard", shards) & (F.col(f"{t}message_id") == F.col("s.message_id"))
     if extra is not None:
         condition = condition & extra
@@ -203,7 +203,7 @@ def claim_update(
 ) -> Merge:
     """Standard queues skip rows claimed meanwhile; FIFO fails the whole MERGE, so that no group
     is ever half-claimed (see fifo.py)."""
-    t = target_prefix(merge.path)
+    t = merge.table.prefix
     unchanged = claimable(now, attrs, t) & (F.col(f"{t}receive_count") == F.col("s.expected_count"))
     if not attrs.fifo:
         return merge.update(values, unchanged)

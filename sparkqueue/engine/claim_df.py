@@ -41,9 +41,9 @@ def receive_df(
 ) -> DataFrame:
     record = ctx.record(name)
     storage = ctx.storage
-    claims_path = storage.claims_path(record.location)
+    claims_table = storage.layout.claims(record.location)
     storage.ensure_table(
-        claims_path,
+        claims_table,
         CLAIMS_SCHEMA,
         partition_by=CLAIMS_PARTITIONING,
         properties=QUEUE_TABLE_PROPERTIES,
@@ -58,7 +58,7 @@ def receive_df(
             max_messages, lambda: count_in_flight(ctx, record, now), f"queue {record.name!r}"
         )
         claimed = 0
-        claim = _Claim(ctx, record, claims_path, now, seconds)
+        claim = _Claim(ctx, record, claims_table, now, seconds)
         try:
             if attrs.fifo:
                 claimed = claim.groups(granted)
@@ -67,13 +67,13 @@ def receive_df(
             claimed = by_range.count
             return claim.token, by_range
         except Exception:
-            _discard(ctx, claims_path, claim.token)  # so the stage never shows rows not claimed
+            _discard(ctx, claims_table, claim.token)  # so the stage never shows rows not claimed
             raise
         finally:
             in_flight.settle(granted, claimed)
 
     token, by_range = storage.transact(record.location, attempt, f"receiving from {record.name!r}")
-    frame = storage.read(claims_path).where(F.col("claim_id") == token).select(*MESSAGE_FIELDS)
+    frame = storage.read(claims_table).where(F.col("claim_id") == token).select(*MESSAGE_FIELDS)
     return ranges.remember(frame, by_range) if by_range is not None and by_range.count else frame
 
 
@@ -84,11 +84,11 @@ class _Claim:
         self,
         ctx: QueueContext,
         record: QueueRecord,
-        claims_path: str,
+        claims_table: str,
         now: datetime,
         seconds: int,
     ) -> None:
-        self.ctx, self.record, self.claims_path, self.now = ctx, record, claims_path, now
+        self.ctx, self.record, self.claims_table, self.now = ctx, record, claims_table, now
         self.token = handles.new_token()
         self.values = claim_values(now, now + timedelta(seconds=seconds))
 
@@ -108,7 +108,7 @@ class _Claim:
             }
         ).select(*CLAIMS_SCHEMA.names)
         what = f"staging a claim on {self.record.name!r}"
-        return self.ctx.storage.append(self.claims_path, staged, what, observe=observe)
+        return self.ctx.storage.append(self.claims_table, staged, what, observe=observe)
 
     def ranges(self, wanted: int) -> RangeClaim:
         """A standard queue's claim: the lowest ids of one random shard (a deep queue), else of
@@ -154,7 +154,7 @@ class _Claim:
             "first_received_at": F.when(F.col("receive_count") > 1, F.col("first_received_at")),
         }
         won = ranges.reconcile(
-            storage, record.location, self.claims_path, claim, record.secret, release
+            storage, record.location, self.claims_table, claim, record.secret, release
         )
         return RangeClaim(claim.location, claim.token, claim.bounds, won)
 
@@ -169,7 +169,7 @@ class _Claim:
         ctx, record = self.ctx, self.record
         prefixes = fifo.deliverable(ctx.read(record), self.now, record.attributes, self.token)
         self._stage(prefixes.limit(wanted), [])
-        claimed = ctx.storage.read(self.claims_path).where(F.col("claim_id") == self.token)
+        claimed = ctx.storage.read(self.claims_table).where(F.col("claim_id") == self.token)
         per_shard = claimed.groupBy("shard").count().collect()
         if not per_shard:
             return 0
@@ -184,26 +184,28 @@ class _Claim:
         staged_count = sum(row["count"] for row in per_shard)
         if counts.all_of(staged_count):
             return staged_count
-        return _drop_lost_claims(ctx, record, self.claims_path, self.token, shards)
+        return _drop_lost_claims(ctx, record, self.claims_table, self.token, shards)
 
 
-def _discard(ctx: QueueContext, claims_path: str, token: str) -> None:
+def _discard(ctx: QueueContext, claims_table: str, token: str) -> None:
     """Removes a claim whose MERGE failed, so its stage never shows rows it did not claim."""
     storage = ctx.storage
     storage.transact(
-        claims_path,
-        lambda: storage.change(claims_path, F.col("claim_id") == token, ("claim_id", "message_id")),
+        claims_table,
+        lambda: storage.change(
+            claims_table, F.col("claim_id") == token, ("claim_id", "message_id")
+        ),
         "discarding a failed claim",
     )
 
 
 def _drop_lost_claims(
-    ctx: QueueContext, record: QueueRecord, claims_path: str, token: str, shards: list[int]
+    ctx: QueueContext, record: QueueRecord, claims_table: str, token: str, shards: list[int]
 ) -> int:
     """Removes staged rows whose message another receiver claimed first; returns how many won."""
     storage = ctx.storage
     won = (
-        storage.read(claims_path)
+        storage.read(claims_table)
         .where(F.col("claim_id") == token)
         .select("message_id", "receipt_handle")
         .join(
@@ -213,7 +215,7 @@ def _drop_lost_claims(
         .persist()
     )
     try:
-        ranges.keep_only(storage, claims_path, token, won)
+        ranges.keep_only(storage, claims_table, token, won)
         return won.count()
     finally:
         won.unpersist()

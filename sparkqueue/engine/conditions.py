@@ -1,6 +1,6 @@
 """The row states of a queue table as Spark conditions, shared by receivers and the redrive job.
 
-Each takes a column prefix ("" or dml.target_prefix) so one rule serves reads and MERGEs.
+Each takes a column prefix ("" or Storage.target_prefix) so one rule serves reads and MERGEs.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class QueueContext:
     def record(self, name: str, *, fresh: bool = False) -> QueueRecord:
         record = self.registry.get(name, fresh=fresh)
         if record is None:
-            raise QueueDoesNotExist(f"queue {name!r} does not exist under {self.storage.root}")
+            raise QueueDoesNotExist(f"queue {name!r} does not exist in {self.storage.layout}")
         return record
 
     def read(self, record: QueueRecord) -> DataFrame:

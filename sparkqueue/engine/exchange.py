@@ -28,7 +28,7 @@ from ..limits import EXCHANGE_UPDATE_MAX_ROWS
 from ..model import Message
 from ..rules import handles
 from ..rules.handles import HandleRef
-from ..store.dml import in_list, target_prefix
+from ..store.dml import in_list
 from ..store.registry import QueueRecord
 from .acknowledge import present
 from .claim import (
@@ -153,7 +153,7 @@ class _Step:
             for row in self.found
         ]
         source = self.ctx.storage.spark.createDataFrame(rows, _SOURCE)
-        t = target_prefix(self.record.location)
+        t = self.ctx.storage.target_prefix(self.record.location)
         op = F.col("s.op")
         still_held = F.col(f"{t}receipt_handle") == F.col("s.receipt_handle")
         as_read = F.col(f"{t}receive_count") == F.col("s.expected_count")

@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
 from ..limits import DEDUPLICATION_WINDOW, TOMBSTONE_LIFETIME
-from ..store.dml import in_list, target_prefix
+from ..store.dml import in_list
 from ..store.schema import ATTRIBUTES_TYPE
 from ..store.storage import Storage
 from ..store.transactions import STALE_READ_MARKER
@@ -177,7 +177,7 @@ def drop_duplicates(storage: Storage, location: str) -> int:
         source = storage.spark.createDataFrame(
             [(row.message_id,) for row in found], "message_id string"
         )
-        t = target_prefix(location)
+        t = storage.target_prefix(location)
         match = (
             in_list(f"{t}shard", [row.shard for row in found])
             & (F.col(f"{t}message_id") == F.col("s.message_id"))

@@ -8,8 +8,6 @@ next `delete_queue` finishes. No table is ever left that the registry does not n
 
 from __future__ import annotations
 
-import uuid
-
 from ..attributes import QueueAttributes
 from ..errors import InvalidParameterValue, QueueAlreadyExists, QueueDoesNotExist
 from ..rules.handles import new_token
@@ -29,7 +27,7 @@ def create_queue(ctx: QueueContext, name: str, attributes: QueueAttributes) -> N
     Registering is tried first (one MERGE that inserts only an absent name): a new queue costs no
     registry read beyond the dead-letter queue's."""
     check_dead_letter_queue(ctx, name, attributes)
-    location = ctx.storage.path("queues", f"{name}-{uuid.uuid4().hex[:12]}")
+    location = ctx.storage.layout.new_queue(name)
     record = QueueRecord(name, attributes, new_token(), location)
     if ctx.registry.insert_if_absent(record):
         ensure_table(ctx, record)
@@ -58,7 +56,7 @@ def delete_queue(ctx: QueueContext, name: str) -> None:
     """Drops the queue's tables (messages and receive_df claims), then unregisters it."""
     record = ctx.record(name, fresh=True)
     ctx.storage.drop_table(record.location)
-    ctx.storage.drop_table(ctx.storage.claims_path(record.location))
+    ctx.storage.drop_table(ctx.storage.layout.claims(record.location))
     if not ctx.registry.remove(record):
         raise QueueDoesNotExist(f"queue {name!r} does not exist")
 

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from ..limits import MOVE_HOLD
 from ..rules import handles
-from ..store.dml import in_list, target_prefix
+from ..store.dml import in_list
 from ..store.registry import QueueRecord
 from ..store.schema import MESSAGE_SCHEMA, QUEUE_WRITE_OPTIONS
 from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due
@@ -118,7 +118,7 @@ class Mover:
             groups = chosen.groupBy("shard", "m").count().collect()
             if not groups:
                 return []
-            t = target_prefix(source.location)
+            t = storage.target_prefix(source.location)
             same_state = F.col(f"{t}receipt_handle").eqNullSafe(F.col("s.receipt_handle")) & (
                 F.col(f"{t}receive_count") == F.col("s.receive_count")
             )

@@ -84,7 +84,7 @@ def bounds_of(observed: dict[str, object], shards: list[int]) -> dict[int, tuple
 def reconcile(
     storage: Storage,
     location: str,
-    claims_path: str,
+    claims_table: str,
     claim: RangeClaim,
     secret: str,
     release: dict[str, Column],
@@ -96,7 +96,7 @@ def reconcile(
     are released at once with `release`, as if their receive had never happened.
     """
     held = storage.read(location).where(claim.held(secret)).select("message_id").persist()
-    staged = storage.read(claims_path).where(F.col("claim_id") == claim.token)
+    staged = storage.read(claims_table).where(F.col("claim_id") == claim.token)
     try:
         holding = held.count()  # also fixes `held` before the release below changes the rows
         extra = [row.message_id for row in held.join(staged, "message_id", "left_anti").collect()]
@@ -107,27 +107,27 @@ def reconcile(
                 ("shard", "message_id"),
                 release,
             )
-        keep_only(storage, claims_path, claim.token, held)
+        keep_only(storage, claims_table, claim.token, held)
         return holding - len(extra)
     finally:
         held.unpersist()
 
 
-def keep_only(storage: Storage, claims_path: str, token: str, kept: DataFrame) -> None:
+def keep_only(storage: Storage, claims_table: str, token: str, kept: DataFrame) -> None:
     """Removes the claim's staged rows whose message id is not in `kept` (lost to others).
 
     A DELETE on the claim's own partition (a literal `claim_id`), so it never conflicts with other
     claims staging beside it, as a MERGE that deletes unmatched rows would: that one reads the
     whole table.
     """
-    staged = storage.read(claims_path).where(F.col("claim_id") == token).select("message_id")
+    staged = storage.read(claims_table).where(F.col("claim_id") == token).select("message_id")
     lost = [row.message_id for row in staged.join(kept, "message_id", "left_anti").collect()]
     if not lost:
         return
     rows = (F.col("claim_id") == token) & in_list("message_id", lost)
     storage.transact(
-        claims_path,
-        lambda: storage.change(claims_path, rows, ("claim_id", "message_id")),
+        claims_table,
+        lambda: storage.change(claims_table, rows, ("claim_id", "message_id")),
         "trimming a claim",
     )
 

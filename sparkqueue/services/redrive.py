@@ -31,7 +31,6 @@ from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..model import QueueRedrive, RedriveReport
 from ..store.registry import QueueRecord
 from ..store.schema import METRICS_SCHEMA
-from ..store.storage import Storage
 from .settings import RedriveSettings
 from .upkeep import keep_up, tidy_table, trim_logs
 
@@ -55,8 +54,8 @@ class Redrive:
         self.settings = settings or RedriveSettings()
         self._on_step = on_step
         self._mover = Mover(ctx, on_step)
-        self.metrics_path = metrics_path(self._storage)
-        self._storage.ensure_table(self.metrics_path, METRICS_SCHEMA)
+        self.metrics_table = self._storage.layout.metrics
+        self._storage.ensure_table(self.metrics_table, METRICS_SCHEMA)
         self._upkeep_at: dict[str, datetime] = {}
 
     def run(self, queues: Sequence[str] | None = None) -> RedriveReport:
@@ -71,8 +70,8 @@ class Redrive:
             rows.append(row)
         if rows:
             frame = self._storage.spark.createDataFrame(rows, METRICS_SCHEMA)
-            self._storage.append(self.metrics_path, frame, "recording redrive metrics")
-            shared = (self.metrics_path, self._ctx.registry.path)
+            self._storage.append(self.metrics_table, frame, "recording redrive metrics")
+            shared = (self.metrics_table, self._ctx.registry.table)
             if any(result.upkeep for result in results.values()):
                 for path in shared:
                     tidy_table(self._storage, path, self.settings.defaults)
@@ -89,7 +88,7 @@ class Redrive:
             raise InvalidParameterValue("queues must be a list of queue names")
         missing = sorted(set(queues) - set(known))
         if missing:
-            raise QueueDoesNotExist(f"no such queue(s) under {self._storage.root}: {missing}")
+            raise QueueDoesNotExist(f"no such queue(s) in {self._storage.layout}: {missing}")
         return list(queues)
 
     def _pass(self, name: str, pass_started: float) -> tuple[QueueRedrive, tuple[Any, ...]]:
@@ -144,7 +143,7 @@ class Redrive:
             self._upkeep_at[name] = now
             step("upkeep: compaction and VACUUM")
             keep_up(self._storage, record, upkeep_settings, now)
-        claims = self._storage.claims_path(record.location)
+        claims = self._storage.layout.claims(record.location)
         trim_logs(self._storage, (record.location, claims), upkeep_settings)
         stats = inspect.stats(self._ctx, record)
         detail = self._storage.detail(record.location).first()
@@ -221,7 +220,7 @@ class Redrive:
         if name in self._upkeep_at:
             return self._upkeep_at[name]
         row = (
-            self._storage.read(self.metrics_path)
+            self._storage.read(self.metrics_table)
             .where(F.col("queue") == F.lit(name))
             .agg(
                 F.max(F.when(F.col("upkeep"), F.unix_micros("pass_at"))).alias("upkeep_us"),
@@ -232,10 +231,6 @@ class Redrive:
         last = from_micros(row["upkeep_us"] or row["first_us"]) if row else None
         self._upkeep_at[name] = last or now
         return last
-
-
-def metrics_path(storage: Storage) -> str:
-    return storage.path("_sparkqueue", "metrics")
 
 
 def exhausted(now: datetime, attrs: QueueAttributes) -> Callable[[str], Column]:

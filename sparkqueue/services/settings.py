@@ -72,6 +72,7 @@ class RedriveSettings:
     """What the scheduled job looks after and how."""
 
     root: str | None = None
+    catalog: str | None = None  # a catalog schema instead of a root ("main.queues")
     every_seconds: int = REDRIVE_EVERY_SECONDS
     defaults: UpkeepSettings = field(default_factory=UpkeepSettings)
     queues: dict[str, UpkeepSettings] | None = None  # None: every queue on the root
@@ -86,13 +87,14 @@ class RedriveSettings:
     def load(cls, path: str | Path) -> RedriveSettings:
         with open(path, "rb") as handle:
             data: dict[str, Any] = tomllib.load(handle)
-        unknown = sorted(set(data) - {"root", "every_seconds", "defaults", "queues"})
+        unknown = sorted(set(data) - {"root", "catalog", "every_seconds", "defaults", "queues"})
         if unknown:
             raise InvalidParameterValue(f"{path}: unknown setting(s) {unknown}")
         defaults = UpkeepSettings.from_mapping(data.get("defaults", {}))
         queues = data.get("queues")
         return cls(
             root=data.get("root"),
+            catalog=data.get("catalog"),
             every_seconds=data.get("every_seconds", REDRIVE_EVERY_SECONDS),
             defaults=defaults,
             queues=None

@@ -12,13 +12,18 @@ from pyspark.sql import functions as F
 
 from ..errors import InvalidParameterValue
 from ..store import sql
-from ..store.dml import target_prefix
 from ..store.storage import Storage
 
 
 def check_sink(sink: object) -> str:
-    """A sink is a Delta table path (quoted with backticks, so it may hold none)."""
-    return sql.check_path(sink, "sink")
+    """A sink is a Delta table path (quoted with backticks, so it may hold none) or, for a broker
+    in catalog mode, a table name `schema.table` or `catalog.schema.table`."""
+    if not isinstance(sink, str) or not sink.strip() or "`" in sink:
+        raise InvalidParameterValue(
+            "sink must be a Delta table path or URI without backticks (or, in catalog mode, a"
+            f" table name `schema.table` or `catalog.schema.table`); got {sink!r}"
+        )
+    return sink
 
 
 def write_once(
@@ -37,7 +42,7 @@ def write_once(
     if bounds is None or bounds.low is None:
         return 0
     # Message ids sort by send time, so a literal range lets data skipping prune old sink files.
-    target = F.col(f"{target_prefix(sink)}{column}")
+    target = F.col(f"{storage.target_prefix(sink)}{column}")
     match = target.between(F.lit(bounds.low), F.lit(bounds.high)) & (target == F.col(f"s.{column}"))
 
     def attempt() -> int | None:

@@ -29,7 +29,7 @@ def keep_up(storage: Storage, record: QueueRecord, settings: UpkeepSettings, now
     started = time.monotonic()
     shards = [*range(record.attributes.shards), TOMBSTONE_SHARD]
     tidy_table(storage, record.location, settings, shards)
-    claims = storage.claims_path(record.location)
+    claims = storage.layout.claims(record.location)
     if storage.exists(claims):
         storage.transact(
             claims,

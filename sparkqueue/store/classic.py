@@ -6,14 +6,14 @@ Spark Connect sessions have no JVM on the client, so nothing else in the package
 
 from __future__ import annotations
 
-from delta.tables import DeltaTable
 from pyspark.sql import Column, SparkSession
 
 from .counts import UNKNOWN, Counts
+from .tables import Table
 
 
 def counted_dml(
-    spark: SparkSession, path: str, rows: Column, values: dict[str, Column] | None
+    spark: SparkSession, table: Table, rows: Column, values: dict[str, Column] | None
 ) -> Counts:
     """Delta's UPDATE/DELETE built and run exactly as `DeltaTable.update/delete` build them, but
     keeping the `num_affected_rows` their Python API drops: callers then need no read-back to
@@ -21,8 +21,8 @@ def counted_dml(
     value is ever pasted into SQL text."""
     jvm, session = spark._jvm, spark._jsparkSession
     logical = jvm.org.apache.spark.sql.catalyst.plans.logical
-    table = DeltaTable.forPath(spark, path)._jdt
-    target = table.toDF().queryExecution().analyzed()
+    delta = table.delta(spark)._jdt
+    target = delta.toDF().queryExecution().analyzed()
     condition = session.expression(rows._jc)
     if values is None:
         plan = logical.DeleteFromTable(target, condition)
@@ -35,7 +35,7 @@ def counted_dml(
             )
         seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(assignments).toSeq()
         plan = logical.UpdateTable(target, seq, jvm.scala.Some(condition))
-    affected = int(table.toDataset(session, plan).collectAsList().get(0).getLong(0))
+    affected = int(delta.toDataset(session, plan).collectAsList().get(0).getLong(0))
     if affected < 0:  # a metadata-only DELETE of whole files whose row counts Delta lacks
         return UNKNOWN
     return Counts(known=True, updated=affected) if values else Counts(known=True, deleted=affected)

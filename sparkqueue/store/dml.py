@@ -12,20 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import reduce
 
-from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import sql
 from .classic import counted_dml
 from .counts import UNKNOWN, Counts
+from .tables import Table
 
 _KEY = "__sparkqueue_key_"  # the key columns of `change`'s MERGE source
-
-
-def target_prefix(path: str) -> str:
-    """The prefix that names a MERGE target's columns in conditions and values."""
-    return f"`{sql.check_path(path)}`."
 
 
 def in_list(column: str, values: list[int] | list[str]) -> Column:
@@ -35,11 +29,11 @@ def in_list(column: str, values: list[int] | list[str]) -> Column:
 
 @dataclass
 class Merge:
-    """One MERGE into the table at `path` from `source` (aliased `s`)."""
+    """One MERGE into `table` from `source` (aliased `s`); target columns named by table.prefix."""
 
     spark: SparkSession
     connect: bool
-    path: str
+    table: Table
     source: DataFrame
     on: Column
     clauses: list[tuple[str, Column | None, dict[str, Column] | None]] = field(default_factory=list)
@@ -61,7 +55,7 @@ class Merge:
         if self.connect:
             self._spark_merge()
             return UNKNOWN
-        target = DeltaTable.forPath(self.spark, self.path).alias(self.path)
+        target = self.table.delta(self.spark).alias(self.table.alias)
         builder = target.merge(self.source.alias("s"), self.on)
         for kind, condition, values in self.clauses:
             if kind == "update":
@@ -82,7 +76,7 @@ class Merge:
         )
 
     def _spark_merge(self) -> None:
-        writer = self.source.alias("s").mergeInto(sql.table(self.path), self.on)
+        writer = self.source.alias("s").mergeInto(self.table.sql, self.on)
         for kind, condition, values in self.clauses:
             if kind == "update":
                 writer = writer.whenMatched(condition).update(values)
@@ -98,7 +92,7 @@ class Merge:
 def change(
     spark: SparkSession,
     connect: bool,
-    path: str,
+    table: Table,
     rows: Column,
     key: tuple[str, ...],
     values: dict[str, Column] | None,
@@ -110,9 +104,9 @@ def change(
     columns into the table, which reports no counts.
     """
     if not connect:
-        return counted_dml(spark, path, rows, values)
-    source = spark.read.format("delta").load(path).where(rows)
+        return counted_dml(spark, table, rows, values)
+    source = table.read(spark).where(rows)
     keys = source.select([F.col(k).alias(f"{_KEY}{k}") for k in key])
     on = reduce(Column.__and__, [F.col(k) == F.col(f"{_KEY}{k}") for k in key], rows)
-    merge = Merge(spark, connect, path, keys, on)
+    merge = Merge(spark, connect, table, keys, on)
     return (merge.delete() if values is None else merge.update(values)).execute()

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
-from .dml import Merge, target_prefix
+from .dml import Merge
 from .schema import REGISTRY_SCHEMA
 from .storage import Storage
 
@@ -32,17 +32,17 @@ class Registry:
     def __init__(self, storage: Storage, ttl_seconds: float) -> None:
         self._storage = storage
         self._ttl = ttl_seconds
-        self.path = storage.path("_sparkqueue", "queues")
+        self.table = storage.layout.registry
         self._cache: dict[str, QueueRecord] = {}
         self._loaded_at: float | None = None
         self._lock = threading.Lock()
-        storage.ensure_table(self.path, REGISTRY_SCHEMA)
+        storage.ensure_table(self.table, REGISTRY_SCHEMA)
 
     def records(self, *, fresh: bool = False) -> dict[str, QueueRecord]:
         with self._lock:
             stale = self._loaded_at is None or time.monotonic() - self._loaded_at > self._ttl
             if fresh or stale:
-                rows = self._storage.read(self.path).collect()
+                rows = self._storage.read(self.table).collect()
                 self._cache = {
                     row.name: QueueRecord(
                         row.name,
@@ -84,7 +84,9 @@ class Registry:
 
     def remove(self, record: QueueRecord) -> bool:
         """Unregisters the queue if it still has this record's table; False if it is gone."""
-        location = F.col(f"{target_prefix(self.path)}location") == F.lit(record.location)
+        location = F.col(f"{self._storage.target_prefix(self.table)}location") == F.lit(
+            record.location
+        )
         return self._merge_on_name(
             record.name,
             self._name_frame(record.name),
@@ -106,19 +108,19 @@ class Registry:
     ) -> bool:
         """One MERGE keyed by queue name; True when it changed the one row it aimed at (told by
         its counts, or where the session reports none by `changed(row before, row after)`)."""
-        t = target_prefix(self.path)
+        t = self._storage.target_prefix(self.table)
         reports = not self._storage.connect
 
         def merge() -> bool:
             before = None if reports else self._row(name)
             on = F.col(f"{t}name") == F.col("s.name")
-            counts = clause(self._storage.merge(self.path, source, on)).execute()
+            counts = clause(self._storage.merge(self.table, source, on)).execute()
             return counts.all_of(1) if counts.known else changed(before, self._row(name))
 
-        result = self._storage.transact(self.path, merge, what)
+        result = self._storage.transact(self.table, merge, what)
         with self._lock:
             self._loaded_at = None
         return result
 
     def _row(self, name: str) -> Row | None:
-        return self._storage.read(self.path).where(F.col("name") == name).first()
+        return self._storage.read(self.table).where(F.col("name") == name).first()

@@ -1,7 +1,8 @@
 """The only SQL text in the package. Every identifier is quoted here; no user value is ever pasted.
 
-Paths are the broker's own (its root may not contain a backtick) and numbers are formatted from
-validated ints, so statements carry no message, attribute or other user text.
+Table names come quoted from tables.Table.sql (paths are the broker's own and may not contain a
+backtick; catalog names are checked part by part) and numbers are formatted from validated ints,
+so statements carry no message, attribute or other user text.
 """
 
 from __future__ import annotations
@@ -34,36 +35,56 @@ def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def table(path: str) -> str:
+def path_table(path: str) -> str:
     """A path table's SQL name."""
     return f"delta.`{check_path(path)}`"
 
 
-def column_of(path: str, name: str) -> str:
-    """How a MERGE condition names a target column: `<path>`.`name` (Spark's own `mergeInto`
-    qualifies target columns by the table's name, which for a path table is the path)."""
-    return f"`{check_path(path)}`.{quote_identifier(name)}"
+def local_table(name: str, location: str) -> str:
+    """Registers in this process's catalog a table another process created (see tables.py)."""
+    return f"CREATE TABLE IF NOT EXISTS {name} USING DELTA LOCATION '{check_location(location)}'"
 
 
-def describe_history(path: str, depth: int) -> str:
-    return f"DESCRIBE HISTORY {table(path)} LIMIT {int(depth)}"
+def check_location(location: str) -> str:
+    """A location we can put in a SQL string literal: no quote, no backslash."""
+    if "'" in location or "\\" in location:
+        raise InvalidParameterValue(
+            f"a table location must not contain quotes or backslashes; got {location!r}"
+        )
+    return location
 
 
-def describe_detail(path: str) -> str:
-    return f"DESCRIBE DETAIL {table(path)}"
+def create_schema(schema: str) -> str:
+    return f"CREATE SCHEMA IF NOT EXISTS {schema}"
 
 
-def optimize(path: str, shard: int | None = None) -> str:
+def describe_schema(schema: str) -> str:
+    return f"DESCRIBE SCHEMA EXTENDED {schema}"
+
+
+def describe_history(target: str, depth: int) -> str:
+    return f"DESCRIBE HISTORY {target} LIMIT {int(depth)}"
+
+
+def describe_detail(target: str) -> str:
+    return f"DESCRIBE DETAIL {target}"
+
+
+def optimize(target: str, shard: int | None = None) -> str:
     where = "" if shard is None else f" WHERE shard = {int(shard)}"
-    return f"OPTIMIZE {table(path)}{where}"
+    return f"OPTIMIZE {target}{where}"
 
 
-def vacuum(path: str, retain_hours: int) -> str:
-    return f"VACUUM {table(path)} RETAIN {int(retain_hours)} HOURS"
+def vacuum(target: str, retain_hours: int) -> str:
+    return f"VACUUM {target} RETAIN {int(retain_hours)} HOURS"
 
 
-def delete_all(path: str) -> str:
-    return f"DELETE FROM {table(path)}"
+def drop_table(target: str) -> str:
+    return f"DROP TABLE IF EXISTS {target}"
+
+
+def delete_all(target: str) -> str:
+    return f"DELETE FROM {target}"
 
 
 def _properties(properties: dict[str, str]) -> str:
@@ -73,12 +94,12 @@ def _properties(properties: dict[str, str]) -> str:
     return ", ".join(f"'{key}' = '{value}'" for key, value in sorted(properties.items()))
 
 
-def set_properties(path: str, properties: dict[str, str]) -> str:
-    return f"ALTER TABLE {table(path)} SET TBLPROPERTIES ({_properties(properties)})"
+def set_properties(target: str, properties: dict[str, str]) -> str:
+    return f"ALTER TABLE {target} SET TBLPROPERTIES ({_properties(properties)})"
 
 
 def create_table(
-    path: str,
+    target: str,
     schema: StructType,
     partition_by: tuple[str, ...] = (),
     properties: dict[str, str] | None = None,
@@ -87,7 +108,7 @@ def create_table(
         f"{quote_identifier(f.name)} {f.dataType.simpleString()}{'' if f.nullable else ' NOT NULL'}"
         for f in schema.fields
     )
-    statement = f"CREATE TABLE IF NOT EXISTS {table(path)} ({columns}) USING DELTA"
+    statement = f"CREATE TABLE IF NOT EXISTS {target} ({columns}) USING DELTA"
     if partition_by:
         statement += f" PARTITIONED BY ({', '.join(map(quote_identifier, partition_by))})"
     if properties:

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import urlparse
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -26,6 +25,7 @@ from . import sql
 from .dml import Counts, Merge, change, in_list
 from .locking import ProcessLock, process_lock
 from .logtrim import trim_log
+from .tables import Layout, Table
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
 T = TypeVar("T")
@@ -44,40 +44,34 @@ SMALL_FILES = {"spark.databricks.delta.optimize.maxFileSize": str(COMPACTED_FILE
 # its START/END audit entries are the only commits it makes.
 LOCAL_VACUUM = {"spark.databricks.delta.vacuum.logging.enabled": "false"}
 
-# Mount-style paths that are not the driver's own disk even though they have no URI scheme.
-_REMOTE_MOUNTS = ("/Volumes/", "/dbfs/", "/Workspace/")
-
 
 @dataclass
 class _Root:
     """What the two sessions of one broker share."""
 
-    uri: str
-    local_dir: str | None
+    layout: Layout
     connect: bool
     policy: RetryPolicy
     conflicts: ConflictCounter = field(default_factory=ConflictCounter)
     known_tables: set[str] = field(default_factory=set)
+    # Catalog tables of a local schema that this process's catalog is known to hold.
+    attached: set[str] = field(default_factory=set)
     known_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Storage:
-    """A broker's root seen through one Spark session: paths, reads, and safe commits."""
+    """A broker's tables seen through one Spark session: addresses, reads, and safe commits.
 
-    def __init__(self, spark: SparkSession, root: str, policy: RetryPolicy) -> None:
-        sql.check_path(root, "root")
-        parsed = urlparse(root)
-        local_dir: str | None = None
-        if parsed.scheme == "file":
-            local_dir = os.path.abspath(parsed.path)
-        elif not parsed.scheme and not root.startswith(_REMOTE_MOUNTS):
-            local_dir = os.path.abspath(root)
+    Every method takes a table's address, a path or (in catalog mode) a table name, as the
+    broker's `Layout` gives it."""
+
+    def __init__(self, spark: SparkSession, layout: Layout, policy: RetryPolicy) -> None:
         # Spark Connect sessions are driven with Spark's own APIs only (see dml.py).
         connect = type(spark).__module__.startswith("pyspark.sql.connect")
-        uri = f"file:{local_dir}" if local_dir else root.rstrip("/")
-        self._root = _Root(uri, local_dir, connect, policy)
+        self._root = _Root(layout, connect, policy)
         self.spark = spark
-        self.interpreted = self if connect else self._sibling(_interpreting_child(spark, local_dir))
+        local = layout.local_dir is not None
+        self.interpreted = self if connect else self._sibling(_interpreting_child(spark, local))
 
     def _sibling(self, spark: SparkSession) -> Storage:
         other = object.__new__(Storage)
@@ -85,11 +79,12 @@ class Storage:
         other.interpreted = other
         return other
 
-    # -- the root ---------------------------------------------------------------------------------
+    # -- the layout -------------------------------------------------------------------------------
 
     @property
-    def root(self) -> str:
-        return self._root.uri
+    def layout(self) -> Layout:
+        """Where the broker's tables live and what each is called."""
+        return self._root.layout
 
     @property
     def connect(self) -> bool:
@@ -99,49 +94,67 @@ class Storage:
     def conflicts(self) -> ConflictCounter:
         return self._root.conflicts
 
-    def path(self, *parts: str) -> str:
-        return "/".join([self.root, *parts])
+    def target_prefix(self, address: str) -> str:
+        """How MERGE conditions and values name the columns of the target table at `address`."""
+        return self.layout.table(address).prefix
 
-    def claims_path(self, location: str) -> str:
-        """Where `receive_df` stages the claims of the queue table at `location`."""
-        return self.path("_sparkqueue", "claims", location.rsplit("/", 1)[-1])
+    def _table(self, address: str) -> Table:
+        table = self.layout.table(address)
+        if table.named and address not in self._root.attached:
+            self._attach(address, table)
+        return table
+
+    def _attach(self, address: str, table: Table) -> None:
+        """Makes a table of a local catalog schema known to this process's catalog.
+
+        Spark's local session catalog lives in one process (in memory, or in an embedded Derby
+        metastore only one process may open), so a table another process created is a folder
+        under the schema's location that this process's catalog does not name: it is registered
+        here at that location. Shared catalogs (Unity Catalog) have no local folder: nothing to do.
+        """
+        folder = self.layout.folder(address)
+        if folder is not None:
+            if not os.path.isdir(os.path.join(folder, "_delta_log")):
+                return  # nobody has created it yet: look again next time
+            if not self.spark.catalog.tableExists(table.sql):
+                self.spark.sql(sql.local_table(table.sql, folder)).collect()
+        with self._root.known_lock:
+            self._root.attached.add(address)
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def read(self, path: str, *, version: int | None = None) -> DataFrame:
-        reader = self.spark.read.format("delta")
-        if version is not None:
-            reader = reader.option("versionAsOf", version)
-        return reader.load(path)
+    def read(self, address: str, *, version: int | None = None) -> DataFrame:
+        return self._table(address).read(self.spark, version)
 
-    def version(self, path: str) -> int:
+    def version(self, address: str) -> int:
         """The table's latest committed version (one log read)."""
-        row = self.spark.sql(sql.describe_history(path, 1)).select("version").first()
+        statement = sql.describe_history(self._table(address).sql, 1)
+        row = self.spark.sql(statement).select("version").first()
         assert row is not None
         return int(row.version)
 
-    def detail(self, path: str) -> DataFrame:
-        return self.spark.sql(sql.describe_detail(path))
+    def detail(self, address: str) -> DataFrame:
+        return self.spark.sql(sql.describe_detail(self._table(address).sql))
 
-    def exists(self, path: str) -> bool:
+    def exists(self, address: str) -> bool:
         try:
-            self.read(path).schema  # noqa: B018 - analysing the read is the check
+            self.read(address).schema  # noqa: B018 - analysing the read is the check
         except AnalysisException:
             return False
         return True
 
     # -- committing -------------------------------------------------------------------------------
 
-    def transact(self, path: str, action: Callable[[], T], what: str) -> T:
-        """Runs one read-check-commit operation on the table at `path`, safely and with retries."""
+    def transact(self, address: str, action: Callable[[], T], what: str) -> T:
+        """Runs one read-check-commit operation on the table at `address`, safely, with retries."""
         root = self._root
         return run_transaction(
-            action, lock=self._lock(path), policy=root.policy, counter=root.conflicts, what=what
+            action, lock=self._lock(address), policy=root.policy, counter=root.conflicts, what=what
         )
 
     def append(
         self,
-        path: str,
+        address: str,
         df: DataFrame,
         what: str,
         *,
@@ -155,26 +168,26 @@ class Storage:
         if observation is not None:
             df = df.observe(observation, *observe)
         writer = df.write.format("delta").mode("append").options(**(options or {}))
-        self.transact(path, lambda: writer.save(path), what)
+        self.transact(address, lambda: self._table(address).save(writer), what)
         return {} if observation is None else dict(observation.get)
 
-    def merge(self, path: str, source: DataFrame, on: Column) -> Merge:
-        """A MERGE into `path` from `source` (aliased `s`); target columns via dml.target_prefix."""
-        return Merge(self.spark, self.connect, path, source, on)
+    def merge(self, address: str, source: DataFrame, on: Column) -> Merge:
+        """A MERGE into `address` from `source` (aliased `s`); target columns via target_prefix."""
+        return Merge(self.spark, self.connect, self._table(address), source, on)
 
     def change(
         self,
-        path: str,
+        address: str,
         rows: Column,
         key: tuple[str, ...],
         values: dict[str, Column] | None = None,
     ) -> Counts:
         """UPDATE (or, without `values`, DELETE) the rows meeting `rows`, within the caller's
         transaction; what the commit changed, where the session reports it (see dml.change)."""
-        return change(self.spark, self.connect, path, rows, key, values)
+        return change(self.spark, self.connect, self._table(address), rows, key, values)
 
     def change_where(
-        self, path: str, condition: Column, what: str, *, values: dict[str, Column] | None = None
+        self, address: str, condition: Column, what: str, *, values: dict[str, Column] | None = None
     ) -> int:
         """Updates the queue rows meeting `condition` to `values` (None: deletes them) and returns
         how many the commit changed.
@@ -185,108 +198,111 @@ class Storage:
         """
 
         def attempt() -> int:
-            shards = self.read(path).where(condition).groupBy("shard").count().collect()
+            shards = self.read(address).where(condition).groupBy("shard").count().collect()
             if not shards:
                 return 0
             rows = in_list("shard", [row.shard for row in shards]) & condition
-            counts = self.change(path, rows, ("shard", "message_id"), values)
+            counts = self.change(address, rows, ("shard", "message_id"), values)
             return counts.changed if counts.known else sum(row["count"] for row in shards)
 
-        return self.transact(path, attempt, what)
+        return self.transact(address, attempt, what)
 
     # -- tables -----------------------------------------------------------------------------------
 
     def ensure_table(
         self,
-        path: str,
+        address: str,
         schema: StructType,
         *,
         partition_by: tuple[str, ...] = (),
         properties: dict[str, str] | None = None,
     ) -> None:
-        """Creates the table unless it exists (then nothing changes); once per process and path,
+        """Creates the table unless it exists (then nothing changes); once per process and table,
         later calls cost nothing."""
-        if path in self._root.known_tables:
+        if address in self._root.known_tables:
             return
-        statement = sql.create_table(path, schema, partition_by, properties)
-        self.transact(path, lambda: self.spark.sql(statement), f"creating the table at {path}")
-        self._remember(path)
 
-    def ensure_table_like(self, path: str, frame: DataFrame) -> None:
+        def create() -> None:
+            statement = sql.create_table(self._table(address).sql, schema, partition_by, properties)
+            self.spark.sql(statement)
+
+        self.transact(address, create, f"creating the table {address}")
+        self._remember(address)
+
+    def ensure_table_like(self, address: str, frame: DataFrame) -> None:
         """Creates a table with `frame`'s schema (an empty append: no user names reach SQL)."""
-        if path not in self._root.known_tables:
-            self.append(path, frame.limit(0), f"creating the table at {path}")
-            self._remember(path)
+        if address not in self._root.known_tables:
+            self.append(address, frame.limit(0), f"creating the table {address}")
+            self._remember(address)
 
-    def drop_table(self, path: str) -> None:
-        """Removes a table: its folder on a local root; elsewhere its rows (VACUUM frees the files)."""
+    def drop_table(self, address: str) -> None:
+        """Removes a table: a catalog table is dropped; a path table's folder is deleted on a local
+        root, elsewhere its rows (VACUUM frees the files)."""
         with self._root.known_lock:
-            self._root.known_tables.discard(path)
-        if self._root.local_dir:
-            shutil.rmtree(urlparse(path).path, ignore_errors=True)
-        elif self.exists(path):
-            self.transact(path, lambda: self.spark.sql(sql.delete_all(path)), f"emptying {path}")
+            self._root.known_tables.discard(address)
+            self._root.attached.discard(address)
+        table, folder = self.layout.table(address), self.layout.folder(address)
+        if table.named:
+            self.transact(address, lambda: self.spark.sql(sql.drop_table(table.sql)), "dropping")
+        elif folder is None and self.exists(address):
+            statement = sql.delete_all(table.sql)
+            self.transact(address, lambda: self.spark.sql(statement), f"emptying {address}")
+        if folder is not None:  # a local table another process's catalog registered elsewhere
+            shutil.rmtree(folder, ignore_errors=True)
 
-    def set_properties(self, path: str, properties: dict[str, str]) -> None:
-        statement = sql.set_properties(path, properties)
+    def set_properties(self, address: str, properties: dict[str, str]) -> None:
+        statement = sql.set_properties(self._table(address).sql, properties)
         self.transact(
-            path, lambda: self.spark.sql(statement), f"setting table properties of {path}"
+            address, lambda: self.spark.sql(statement), f"setting properties of {address}"
         )
 
-    def optimize(self, path: str, shard: int | None = None) -> None:
+    def optimize(self, address: str, shard: int | None = None) -> None:
         """Compacts the table (or one shard) into small files (see SMALL_FILES), retried on
         conflicts; on a local root the commit lock is held for this one statement only."""
-        statement = sql.optimize(path, shard)
+        statement = sql.optimize(self._table(address).sql, shard)
         spark = self.interpreted.spark
-        self.transact(path, lambda: spark.sql(statement).collect(), f"compacting {path}")
+        self.transact(address, lambda: spark.sql(statement).collect(), f"compacting {address}")
 
-    def vacuum(self, path: str, retain_hours: int) -> None:
+    def vacuum(self, address: str, retain_hours: int) -> None:
         """Deletes files the table stopped using; on a local root without the commit lock (it
         makes no commit there, see LOCAL_VACUUM), so it never stalls other processes."""
-        statement = sql.vacuum(path, retain_hours)
-        if self._root.local_dir:
+        statement = sql.vacuum(self._table(address).sql, retain_hours)
+        if self.layout.local_dir:
             self.interpreted.spark.sql(statement).collect()
         else:
-            self.transact(path, lambda: self.spark.sql(statement).collect(), f"vacuuming {path}")
+            self.transact(address, lambda: self.spark.sql(statement).collect(), "vacuuming")
 
-    def trim_log(self, path: str, keep_seconds: float) -> int:
+    def trim_log(self, address: str, keep_seconds: float) -> int:
         """On a local root, deletes the table's `_delta_log` history older than `keep_seconds`
         (see logtrim.py) and returns how many files went; elsewhere nothing, as Delta's own
         cleanup (`delta.logRetentionDuration`) and the store's listing apply there."""
-        lock = self._process_lock(path)
-        if lock is None:
+        lock, folder = self._process_lock(address), self.layout.folder(address)
+        if lock is None or folder is None:
             return 0
         with lock.hold_alone():  # no transaction in flight: each later one reads a newer version
-            return trim_log(urlparse(path).path, time.time(), keep_seconds)
+            return trim_log(folder, time.time(), keep_seconds)
 
-    def _remember(self, path: str) -> None:
+    def _remember(self, address: str) -> None:
         with self._root.known_lock:
-            self._root.known_tables.add(path)
+            self._root.known_tables.add(address)
 
-    def _lock(self, path: str) -> Callable[[], AbstractContextManager[object]]:
-        lock = self._process_lock(path)
+    def _lock(self, address: str) -> Callable[[], AbstractContextManager[object]]:
+        lock = self._process_lock(address)
         return nullcontext if lock is None else lock.hold
 
-    def _process_lock(self, path: str) -> ProcessLock | None:
-        """The cross-process commit lock of a table on a local root (None elsewhere)."""
-        local_dir = self._root.local_dir
-        if not local_dir:
-            return None
-        table = os.path.abspath(urlparse(path).path)
-        if not table.startswith(local_dir + os.sep):  # a sink outside the root: lock beside it
-            folder, name = os.path.split(table)
-            return process_lock(os.path.join(folder, f".{name}.sparkqueue.lock"))
-        name = table[len(local_dir) :].strip("/").replace("/", "__")
-        return process_lock(os.path.join(local_dir, "_sparkqueue", "locks", f"{name}.lock"))
+    def _process_lock(self, address: str) -> ProcessLock | None:
+        """The cross-process commit lock of a table on a local root or schema (None elsewhere)."""
+        lock_file = self.layout.lock_file(address)
+        return None if lock_file is None else process_lock(lock_file)
 
 
-def _interpreting_child(spark: SparkSession, local_dir: str | None) -> SparkSession:
+def _interpreting_child(spark: SparkSession, local: bool) -> SparkSession:
     """A session sharing `spark`'s context, caches and settings, with interpreted expressions
     (and sparkqueue's own compaction and VACUUM settings)."""
     child = spark.newSession()
     for key, value in spark.conf.getAll.items():
         if spark.conf.isModifiable(key):
             child.conf.set(key, value)
-    for key, value in {**INTERPRETED, **SMALL_FILES, **(LOCAL_VACUUM if local_dir else {})}.items():
+    for key, value in {**INTERPRETED, **SMALL_FILES, **(LOCAL_VACUUM if local else {})}.items():
         child.conf.set(key, value)
     return child

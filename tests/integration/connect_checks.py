@@ -96,6 +96,32 @@ def test_redrive_and_the_worker_loop_over_connect(broker, clock, tmp_path):
     ]
 
 
+def test_catalog_mode_over_connect(remote, tmp_path, clock):
+    """Queues as tables of a catalog schema, driven from a Connect client (as on Databricks)."""
+    remote.sql(f"CREATE SCHEMA connect_queues LOCATION '{tmp_path / 'connect_queues.db'}'")
+    broker = Broker(remote, catalog="spark_catalog.connect_queues", clock=clock)
+    broker.create_queue("dead")
+    queue = broker.create_queue("jobs", dead_letter_queue="dead", max_receive_count=1)
+    queue.send_batch(["a", "b"])
+    [held] = queue.receive(1)
+    queue.delete(held.receipt_handle)
+    queue.send_df(queue_bodies(broker, 6))
+    batch = queue.receive_df(5)
+    assert len(queue.delete_df(batch).successful) == 5
+    assert len(queue.receive(10)) == 2  # what is left, received once and never deleted
+    clock.advance(31)
+    assert broker.redrive().moved_to_dead_letter == 2
+    report = broker.get_queue("dead").consume(
+        lambda b: b.select("message_id", F.upper("body").alias("result")),
+        sink="spark_catalog.connect_queues.results",
+        max_empty_polls=1,
+        poll_interval=0,
+    )
+    assert report.deleted == 2 and remote.read.table("connect_queues.results").count() == 2
+    tables = {row.tableName for row in remote.sql("SHOW TABLES IN connect_queues").collect()}
+    assert {"sparkqueue_queues", "sparkqueue_metrics", "results"} <= tables
+
+
 def test_concurrent_receivers_over_connect_share_without_duplicates(broker):
     queue = broker.create_queue("shared")
     queue.send_df(queue_bodies(broker, 12))

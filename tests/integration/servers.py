@@ -98,6 +98,7 @@ def connect_server(work: Path) -> Iterator[str]:
         "spark.sql.shuffle.partitions": "2",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.ui.enabled": "false",
+        "spark.sql.warehouse.dir": str(work / "warehouse"),  # catalog schemas without a LOCATION
         # Its own Ivy cache: this server starts while the run's own session resolves the same
         # jars, and two resolutions into one empty cache break each other's downloads.
         "spark.jars.ivy": str(CONNECT_IVY_HOME),

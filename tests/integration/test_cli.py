@@ -25,13 +25,14 @@ NOT_FOUND, BAD_INPUT = 3, 4
 
 
 class Cli:
-    """Runs `sparkqueue ... --root ROOT` with a given environment."""
+    """Runs `sparkqueue ... --root ROOT` (or another `where`) with a given environment."""
 
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
-        self.root, self.env = str(root), env
+    def __init__(self, root: Path, env: dict[str, str], warehouse: Path) -> None:
+        self.root, self.env, self.warehouse = str(root), env, warehouse
+        self.where = ["--root", self.root]
 
     def args(self, *args: str) -> list[str]:
-        return [COMMAND, *args, "--root", self.root]
+        return [COMMAND, *args, *self.where]
 
     def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -57,8 +58,10 @@ def quiet_env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory) -> Iterator[Cli]:
-    with connect_server(tmp_path_factory.mktemp("cli-connect")) as url:
-        yield Cli(tmp_path_factory.mktemp("cli-root"), quiet_env(SPARK_REMOTE=url))
+    work = tmp_path_factory.mktemp("cli-connect")
+    with connect_server(work) as url:
+        root = tmp_path_factory.mktemp("cli-root")
+        yield Cli(root, quiet_env(SPARK_REMOTE=url), work / "warehouse")
 
 
 def test_the_command_runs_on_the_embedded_session_and_finds_the_root_in_the_environment(
@@ -155,6 +158,25 @@ def test_watch_and_every_run_until_interrupted(cli):
         outputs.append(out)
     assert "in_flight" in outputs[0]  # the refreshing table was drawn
     assert len(cli.json("metrics", "--queue", "watched")) >= 2  # --every ran passes
+
+
+def test_a_catalog_schema_instead_of_a_root(cli):
+    """The server's catalog finds a schema that another process made in its warehouse."""
+    (cli.warehouse / "cli_queues.db").mkdir(parents=True)  # what CREATE SCHEMA cli_queues leaves
+    in_catalog = Cli(Path(cli.root), cli.env, cli.warehouse)
+    in_catalog.where = ["--catalog", "spark_catalog.cli_queues"]
+    assert in_catalog.json("create", "tasks")["name"] == "tasks"
+    assert in_catalog.json("send", "tasks", "hello")["sent"] == 1
+    [row] = in_catalog.json("queues")
+    assert (row["name"], row["visible"]) == ("tasks", 1)
+    assert "tasks" not in {row["name"] for row in cli.json("queues")}  # not on the root
+
+    both = Cli(Path(cli.root), cli.env, cli.warehouse)
+    both.where = ["--root", cli.root, "--catalog", "spark_catalog.cli_queues"]
+    assert "give one" in both.fails(BAD_INPUT, "queues")["message"]
+    missing = Cli(Path(cli.root), cli.env, cli.warehouse)
+    missing.where = ["--catalog", "spark_catalog.not_there"]
+    assert missing.fails(NOT_FOUND, "queues")["code"] == "SchemaDoesNotExist"
 
 
 def test_bench_passes_its_options_through(cli):

@@ -98,10 +98,16 @@ json.dump(share_the_queue(queue, "child"), open(out, "w"))
 def test_two_processes_share_a_local_root_safely(broker, tmp_path):
     """This process and a child process work one queue at the same time."""
     queue = broker.create_queue("shared")
+    share_with_a_child(queue, CHILD, [broker.root], tmp_path)
+
+
+def share_with_a_child(queue, code: str, args: list[str], folder: Path) -> None:
+    """Runs `code` in a child process with `args`, an output file and a ready file; once the
+    child is warm, both share `queue` (share_the_queue); nothing may be lost or delivered twice."""
     repo = Path(__file__).resolve().parents[2]
-    out, ready = tmp_path / "child.json", tmp_path / "child.ready"
+    out, ready = folder / "child.json", folder / "child.ready"
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, broker.root, str(out), str(ready)],
+        [sys.executable, "-c", code, *args, str(out), str(ready)],
         cwd=repo,
         env={**os.environ, "PYTHONPATH": str(repo)},
     )

@@ -21,7 +21,12 @@ def examples(document: str) -> list[str]:
 
 @pytest.mark.parametrize(
     ("document", "blocks"),
-    [("README.md", 5), ("docs/operations.md", 2), ("docs/how-it-works.md", 1)],
+    [
+        ("README.md", 5),
+        ("docs/operations.md", 2),
+        ("docs/how-it-works.md", 1),
+        ("docs/catalog.md", 1),
+    ],
 )
 def test_a_documents_examples_run_in_order(spark, tmp_path, monkeypatch, document, blocks):
     monkeypatch.chdir(tmp_path)  # anything written to a relative path lands in a temporary folder
@@ -48,9 +53,11 @@ def test_quickstart_notebook_runs_locally(spark):
 
 
 def test_producer_consumer_and_operations_notebooks_run_end_to_end(spark, tmp_path, monkeypatch):
+    """In catalog mode (the quickstart covers a root): queues and results as catalog tables."""
     chart = tmp_path / "depth.png"
+    spark.sql(f"CREATE SCHEMA notebook_queues LOCATION '{tmp_path / 'notebook_queues.db'}'")
     for name, value in {
-        "ROOT": str(tmp_path / "root"),
+        "CATALOG": "spark_catalog.notebook_queues",
         "ORDERS": "100",
         "VISIBILITY_TIMEOUT": "0",  # rejected orders come straight back, no waiting
         "MOVE_BACK": "yes",
@@ -58,12 +65,18 @@ def test_producer_consumer_and_operations_notebooks_run_end_to_end(spark, tmp_pa
     }.items():
         monkeypatch.setenv(f"SPARKQUEUE_{name}", value)
 
-    run_notebook("producer.py")
-    consumer = run_notebook("consumer.py")
-    operations = run_notebook("operations.py")
+    try:
+        run_notebook("producer.py")
+        consumer = run_notebook("consumer.py")
+        operations = run_notebook("operations.py")
+        results = spark.read.table(consumer["results_table"]).count()
+        left = operations["broker"].get_queue("orders").stats().visible
+    finally:
+        spark.sql("DROP SCHEMA notebook_queues CASCADE")
 
     assert consumer["report"].deleted == 98  # orders 7 and 57 have negative amounts
-    assert spark.read.format("delta").load(consumer["results_table"]).count() == 98
+    assert consumer["results_table"] == "spark_catalog.notebook_queues.orders_results"
+    assert results == 98
     assert operations["report"].moved_to_dead_letter == 2
-    assert operations["broker"].get_queue("orders").stats().visible == 2  # moved back
+    assert left == 2  # moved back
     assert chart.stat().st_size > 0

@@ -239,7 +239,7 @@ def test_each_pass_records_metrics_and_upkeep_runs_on_its_cadence(broker, clock,
     assert redrive.run(["plain"]).queues["plain"].upkeep
     assert not redrive.run(["plain"]).queues["plain"].upkeep
 
-    metrics = spark.read.format("delta").load(redrive.metrics_path).orderBy("pass_at")
+    metrics = spark.read.format("delta").load(redrive.metrics_table).orderBy("pass_at")
     rows = metrics.collect()
     assert [(r.queue, r.visible, r.in_flight, r.released, r.upkeep) for r in rows] == [
         ("plain", 1, 1, 0, False),

@@ -21,7 +21,7 @@ def test_the_interpreted_storage_is_a_child_with_the_callers_settings(spark, tmp
     assert spark.conf.get("spark.sql.codegen.factoryMode") != "NO_CODEGEN"
     # The two views share one root: its conflict counter and its known tables.
     assert storage.interpreted.conflicts is storage.conflicts
-    assert storage.interpreted.root == storage.root
+    assert storage.interpreted.layout is storage.layout
 
 
 def test_quick_and_bulk_operations_share_the_tables(broker, queue):

@@ -42,7 +42,7 @@ def test_queue_tables_have_no_deletion_vectors_and_small_files(broker, spark):
 
     message = queue.receive(1)[0]
     queue.delete(message.receipt_handle)  # rewrites one small file; no deletion vector appears
-    last = broker.storage.spark.sql(sql.describe_history(location, 1)).first()
+    last = broker.storage.spark.sql(sql.describe_history(sql.path_table(location), 1)).first()
     assert last.operation == "DELETE"
     assert last.operationMetrics.get("numDeletionVectorsAdded", "0") == "0"
 

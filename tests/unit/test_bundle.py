@@ -70,6 +70,20 @@ def test_the_redrive_job_runs_one_pass_at_a_time_with_the_shipped_settings():
     config = arguments[arguments.index("--config") + 1]
     assert config == "${workspace.file_path}/conf/redrive.toml"
     assert (REPO / "conf" / "redrive.toml").is_file()
+    flags = {argument for argument in arguments if argument.startswith("--")}
+    assert flags <= declared_flags(REPO / "jobs" / "redrive.py")
+    assert {"--root", "--catalog"} <= flags  # either form reaches the job
+
+
+def declared_flags(script: Path) -> set[str]:
+    """The options a script's argparse parser declares."""
+    return {
+        node.args[0].value
+        for node in ast.walk(ast.parse(script.read_text()))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", "") == "add_argument"
+        and isinstance(node.args[0], ast.Constant)
+    }
 
 
 def notebook_parameters(path: Path) -> set[str]:

@@ -14,7 +14,7 @@ LAYERS = [
     {"engine"},
     {"services"},
     {"queue", "broker"},
-    {"__init__", "session", "bench", "demo", "notebook", "cli"},
+    {"__init__", "session", "bench", "demo", "notebook", "where", "cli"},
 ]
 
 

@@ -17,16 +17,23 @@ def test_identifiers_are_backticked_with_inner_backticks_doubled():
 @pytest.mark.parametrize("path", ["", "  ", "a`b", None, 3])
 def test_paths_that_cannot_be_quoted_are_rejected(path):
     with pytest.raises(InvalidParameterValue, match="without backticks"):
-        sql.table(path)
+        sql.path_table(path)
 
 
-def test_statements_take_only_paths_and_whole_numbers():
-    assert sql.optimize("file:/r/q", 3) == "OPTIMIZE delta.`file:/r/q` WHERE shard = 3"
-    assert sql.vacuum("file:/r/q", 24) == "VACUUM delta.`file:/r/q` RETAIN 24 HOURS"
+def test_statements_take_quoted_table_names_and_whole_numbers():
+    target = sql.path_table("file:/r/q")
+    assert sql.optimize(target, 3) == "OPTIMIZE delta.`file:/r/q` WHERE shard = 3"
+    assert sql.vacuum(target, 24) == "VACUUM delta.`file:/r/q` RETAIN 24 HOURS"
     schema = StructType([StructField("name", StringType(), False)])
-    assert sql.create_table("/t", schema, ("name",), {"delta.x": "1"}) == (
-        "CREATE TABLE IF NOT EXISTS delta.`/t` (`name` string NOT NULL) USING DELTA"
+    assert sql.create_table("`c`.`s`.`t`", schema, ("name",), {"delta.x": "1"}) == (
+        "CREATE TABLE IF NOT EXISTS `c`.`s`.`t` (`name` string NOT NULL) USING DELTA"
         " PARTITIONED BY (`name`) TBLPROPERTIES ('delta.x' = '1')"
     )
     with pytest.raises(ValueError):
-        sql.set_properties("/t", {"delta.x": "it's"})
+        sql.set_properties(target, {"delta.x": "it's"})
+
+
+@pytest.mark.parametrize("location", ["/wh/it's", "C:\\wh"])
+def test_locations_that_cannot_be_string_literals_are_rejected(location):
+    with pytest.raises(InvalidParameterValue, match="quotes or backslashes"):
+        sql.local_table("`c`.`s`.`t`", location)
