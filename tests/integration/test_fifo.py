@@ -166,6 +166,13 @@ def test_deduplication_within_five_minutes(broker, fifo, clock, spark):
     assert rows.count() == 0
 
 
+def test_a_receive_skips_duplicates_wherever_they_sit(fifo):
+    """Duplicates in the middle of a group, and in another group (deduplication is queue-wide)."""
+    sent = [("a1", "g1", "d1"), ("b1", "g2", "e1"), ("a2", "g1", "d1"), ("a3", "g1", "d3")]
+    fifo.send_batch([entry(*fields) for fields in [*sent, ("b2", "g2", "d1")]])
+    assert by_group(drain(fifo, 1)) == {"g1": ["a1", "a3"], "g2": ["b1"]}
+
+
 def test_failing_head_blocks_its_group_until_moved_to_a_fifo_dead_letter_queue(broker, clock):
     dead = broker.create_queue("dead.fifo", fifo=True)
     work = broker.create_queue(
