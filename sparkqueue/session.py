@@ -19,6 +19,9 @@ DEFAULTS_FILE = Path(__file__).with_name("spark-defaults.conf")
 # goes to a file here, so a program's own output is all its terminal shows.
 SPARK_LOG_DIR = Path(tempfile.gettempdir()) / "sparkqueue-logs"
 LOG_TAIL_BYTES = 4_000  # shown when the JVM fails to start, so the reason is not hidden
+# Where Spark 4's Ivy keeps resolved jars unless `spark.jars.ivy` says otherwise.
+DEFAULT_IVY_DIR = Path.home() / ".ivy2.5.2"
+FETCHING_JARS = "fetching Delta Lake jars (first run only)"
 # A key ends at its first `=`, `:` or blank, as in java.util.Properties; values may contain all three.
 _SEPARATOR = re.compile(r"\s*[=:\s]\s*")
 
@@ -44,6 +47,12 @@ def delta_maven_coordinate() -> str:
     return f"io.delta:delta-spark_{spark_minor}_2.13:{delta_version}"
 
 
+def delta_jar_cached(coordinate: str, ivy_dir: Path) -> bool:
+    """Whether Ivy already holds the Delta jar (then the session starts offline and quietly)."""
+    group, artifact, version = coordinate.split(":")
+    return (ivy_dir / "jars" / f"{group}_{artifact}-{version}.jar").is_file()
+
+
 def spark_session(**conf: str) -> SparkSession:
     """Returns the active session unchanged (Databricks, spark-submit, a fixture); a Spark Connect
     session when $SPARK_REMOTE names a server (`sc://host:port`), as pyspark itself reads it; else
@@ -67,6 +76,9 @@ def spark_session(**conf: str) -> SparkSession:
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
+    ivy_dir = Path(settings["spark.jars.ivy"]) if "spark.jars.ivy" in settings else DEFAULT_IVY_DIR
+    if not delta_jar_cached(settings["spark.jars.packages"], ivy_dir):
+        print(FETCHING_JARS, file=sys.stderr, flush=True)  # the one line a first run shows
     return _with_console_in_a_file(builder.getOrCreate)
 
 

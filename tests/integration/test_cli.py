@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -182,3 +183,20 @@ def test_a_catalog_schema_instead_of_a_root(cli):
 def test_bench_passes_its_options_through(cli):
     done = cli.run("bench", "--help")
     assert done.returncode == 0 and "--smoke" in done.stdout
+
+
+def test_the_cli_pages_bash_examples_run_as_written(cli, tmp_path):
+    """docs/cli.md's ```bash blocks, line for line, in a fresh folder (```sh ones need a catalog)."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", page, flags=re.DOTALL)
+    assert blocks
+    env = {**cli.env, "PATH": f"{Path(COMMAND).parent}{os.pathsep}{cli.env['PATH']}"}
+    for block in blocks:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", block],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, (block, done.stderr[-3000:])
+    made = Cli(tmp_path / "demo-root", cli.env, cli.warehouse)  # the root the examples exported
+    [orders] = [row for row in made.json("queues") if row["name"] == "orders"]
+    assert (orders["visible"], orders["in_flight"]) == (0, 0)  # 4 sent, 4 received and deleted
