@@ -9,7 +9,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from .engine import acknowledge, claim, claim_df, inspect, lifecycle, send, visibility
+from .engine import acknowledge, claim_df, inspect, lifecycle, rounds, send
 from .engine.context import QueueContext
 from .engine.moves import Mover
 from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist
@@ -118,7 +118,7 @@ class Queue:
         check_int("max_messages", max_messages, 1, MAX_RECEIVE)
         check_int("wait_time_seconds", wait_time_seconds, 0, MAX_WAIT_SECONDS)
         timeout = _visibility(visibility_timeout)
-        return claim.receive(self._ctx.quick, self.name, max_messages, timeout, wait_time_seconds)
+        return rounds.receive(self._ctx.quick, self.name, max_messages, timeout, wait_time_seconds)
 
     def receive_df(self, max_messages: int, *, visibility_timeout: int | None = None) -> DataFrame:
         """Claims up to `max_messages` at once, in Spark; the returned DataFrame never claims again."""
@@ -131,7 +131,7 @@ class Queue:
 
     def delete(self, receipt_handle: str) -> None:
         """Deletes the message; a superseded or foreign handle raises and deletes nothing."""
-        acknowledge.delete(self._ctx.quick, self.name, receipt_handle)
+        rounds.delete(self._ctx.quick, self.name, receipt_handle)
 
     def delete_batch(self, receipt_handles: Sequence[str]) -> BatchResult:
         """Deletes in one transaction; each handle's outcome in the BatchResult."""
@@ -141,7 +141,7 @@ class Queue:
         for index, handle in enumerate(handles):
             if not isinstance(handle, str):
                 raise InvalidParameterValue(f"entry {index}: a receipt handle must be a str")
-        return acknowledge.delete_batch(self._ctx.quick, self.name, handles)
+        return rounds.delete_batch(self._ctx.quick, self.name, handles)
 
     def delete_df(self, df: DataFrame) -> BatchResult:
         """Deletes the messages whose handles are in `df.receipt_handle`, in one transaction."""
@@ -154,7 +154,7 @@ class Queue:
     def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
         """Hides the message until now + `visibility_timeout` (0: visible at once)."""
         check_int("visibility_timeout", visibility_timeout, 0, MAX_VISIBILITY_SECONDS)
-        outcomes = visibility.change_visibility(
+        outcomes = rounds.change_visibility(
             self._ctx.quick, self.name, [(receipt_handle, visibility_timeout)]
         )
         error = outcomes[receipt_handle]
@@ -183,7 +183,7 @@ class Queue:
                 failed[handle] = error.code
         if len({handle for handle, _ in valid}) < len(valid):
             raise InvalidParameterValue("change_visibility_batch: a receipt handle appears twice")
-        outcomes = visibility.change_visibility(self._ctx.quick, self.name, valid) if valid else {}
+        outcomes = rounds.change_visibility(self._ctx.quick, self.name, valid) if valid else {}
         failed.update({h: e.code for h, e in outcomes.items() if e is not None})
         successful = [h for h, e in outcomes.items() if e is None]
         return BatchResult(successful=successful, failed=failed)

@@ -21,34 +21,6 @@ from .context import QueueContext
 from .ranges import RangeClaim
 
 
-def delete(ctx: QueueContext, name: str, receipt_handle: str) -> None:
-    record = ctx.record(name)
-    ref = handles.parse(record.secret, receipt_handle)
-    if delete_refs(ctx, record, [ref]):
-        raise ReceiptHandleIsInvalid(
-            f"receipt handle for message {ref.message_id} is no longer valid: a later receive"
-            " or a release superseded it; use the handle of the latest receive"
-        )
-
-
-def delete_batch(ctx: QueueContext, name: str, receipt_handles: list[str]) -> BatchResult:
-    """One transaction for every valid handle; each handle's own outcome."""
-    record = ctx.record(name)
-    refs: dict[str, HandleRef] = {}
-    failed: dict[str, str] = {}
-    for handle in dict.fromkeys(receipt_handles):
-        try:
-            refs[handle] = handles.parse(record.secret, handle)
-        except ReceiptHandleIsInvalid:
-            failed[handle] = ReceiptHandleIsInvalid.code
-    if refs:
-        superseded = delete_refs(ctx, record, list(refs.values()))
-        failed.update(
-            {h: ReceiptHandleIsInvalid.code for h, r in refs.items() if r.message_id in superseded}
-        )
-    return BatchResult(successful=[h for h in refs if h not in failed], failed=failed)
-
-
 def delete_refs(ctx: QueueContext, record: QueueRecord, refs: list[HandleRef]) -> set[str]:
     """Deletes the rows that still hold these handles (a DELETE on literal shards, ids and
     handles: no join); returns the ids still present, whose handles were superseded. When the

@@ -9,7 +9,6 @@ queue the UPDATE fails whole if any claimed row changed, so that no group is eve
 from __future__ import annotations
 
 import random
-import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,8 +17,7 @@ from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
 from ..clock import from_micros
-from ..errors import OverLimit
-from ..limits import CANDIDATE_SLACK, LONG_POLL_INTERVAL_SECONDS
+from ..limits import CANDIDATE_SLACK
 from ..model import Message
 from ..rules import handles
 from ..store.dml import Merge, in_list
@@ -31,28 +29,6 @@ from .inflight import gauge
 
 _COLLECTED_NAMES = ("shard", "message_id", "body", "attributes", "group_id", "deduplication_id",
                     "sequence_number", "receive_count")  # fmt: skip
-
-
-def receive(
-    ctx: QueueContext,
-    name: str,
-    max_messages: int,
-    visibility_timeout: int | None,
-    wait_time_seconds: int,
-) -> list[Message]:
-    """Claims up to `max_messages`; long polls for up to `wait_time_seconds` when none is there."""
-    deadline = time.monotonic() + wait_time_seconds
-    while True:
-        try:
-            messages = claim(ctx, ctx.record(name), max_messages, visibility_timeout)
-        except OverLimit:
-            if not wait_time_seconds:
-                raise
-            messages = []
-        remaining = deadline - time.monotonic()
-        if messages or remaining <= 0:
-            return messages
-        time.sleep(min(LONG_POLL_INTERVAL_SECONDS, remaining))
 
 
 def claim(

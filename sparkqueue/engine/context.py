@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from pyspark.sql import DataFrame
@@ -13,6 +13,7 @@ from ..errors import QueueDoesNotExist
 from ..store.registry import QueueRecord, Registry
 from ..store.storage import Storage
 from . import fifo
+from .group import CommitGroups
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class QueueContext:
     storage: Storage
     registry: Registry
     clock: Clock
+    # Shared by `quick` and every other copy: one group committer per queue for the whole broker.
+    commits: CommitGroups = field(default_factory=CommitGroups, compare=False, repr=False)
 
     @property
     def quick(self) -> QueueContext:

@@ -103,7 +103,7 @@ def exchange(
             if settled:
                 won, superseded = list(issued), set()
             else:  # someone else came first somewhere: the table says who holds what
-                won = _holding(ctx, record, issued) if found else []
+                won = holding(ctx, record, issued) if found else []
                 ids = [ref.message_id for ref in finished]
                 shards_of_finished = [ref.shard for ref in finished]
                 superseded = present(ctx, record, shards_of_finished, ids) if ids else set()
@@ -141,7 +141,7 @@ class _Step:
             self.record.location,
             in_list("shard", shards) & (retiring | claiming),
             ("shard", "message_id"),
-            _either(retiring, tombstone_values(), self.claim),
+            by_kind([(retiring, tombstone_values()), (claiming, self.claim)]),
         )
         return counts.all_of(len(finished) + len(found))
 
@@ -173,19 +173,21 @@ class _Step:
         )
 
 
-def _either(
-    condition: Column, when_true: dict[str, Column], otherwise: dict[str, Column]
-) -> dict[str, Column]:
-    """One UPDATE's values for two kinds of rows: each column as the row's kind sets it."""
-    return {
-        name: F.when(condition, when_true.get(name, F.col(name))).otherwise(
-            otherwise.get(name, F.col(name))
-        )
-        for name in {**when_true, **otherwise}
-    }
+def by_kind(kinds: list[tuple[Column, dict[str, Column]]]) -> dict[str, Column]:
+    """One UPDATE's values for several kinds of rows: each column as the first kind whose
+    condition the row meets sets it, else unchanged."""
+    values: dict[str, Column] = {}
+    for name in dict.fromkeys(name for _, sets in kinds for name in sets):
+        chosen: Column | None = None
+        for condition, sets in kinds:
+            value = sets.get(name, F.col(name))
+            chosen = F.when(condition, value) if chosen is None else chosen.when(condition, value)
+        assert chosen is not None
+        values[name] = chosen.otherwise(F.col(name))
+    return values
 
 
-def _holding(ctx: QueueContext, record: QueueRecord, issued: dict[str, str]) -> list[str]:
+def holding(ctx: QueueContext, record: QueueRecord, issued: dict[str, str]) -> list[str]:
     """Which candidates now hold the handles this claim issued (the claims that won)."""
     rows = (
         ctx.read(record)

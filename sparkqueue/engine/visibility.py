@@ -38,42 +38,38 @@ def parse_entries(
     return valid, errors
 
 
-def change_visibility(ctx: QueueContext, name: str, entries: list[tuple[str, int]]) -> Outcomes:
-    """Applies every entry in one transaction; each handle's outcome (None: applied)."""
-    record = ctx.record(name)
-    valid, outcomes = parse_entries(record, entries)
-    if valid:
-        outcomes.update(_change(ctx, record, valid))
-    return outcomes
+def extension(
+    entries: list[tuple[HandleRef, int]], now: datetime
+) -> tuple[Column, dict[str, Column], dict[str, datetime]]:
+    """What a visibility change updates and how: the rows still holding these handles, in flight,
+    whose new time stays within 12 hours of the receive that issued the handle; their new
+    visible_at; and each handle's target time (to tell afterwards what applied)."""
+    targets = {ref.handle: now + timedelta(seconds=seconds) for ref, seconds in entries}
+    visible_at = _per_handle(targets)
+    ceiling = F.unix_micros(visible_at) - F.unix_micros("handle_issued_at")
+    rows = (
+        in_list("message_id", [ref.message_id for ref, _ in entries])
+        & in_list("receipt_handle", list(targets))
+        & (F.col("visible_at") > F.lit(now))
+        & (ceiling <= MAX_VISIBILITY_SECONDS * 1_000_000)
+    )
+    return rows, {"visible_at": visible_at}, targets
 
 
-def _change(
+def change(
     ctx: QueueContext, record: QueueRecord, entries: list[tuple[HandleRef, int]]
 ) -> Outcomes:
     """One UPDATE on literal shards, ids and handles (no join); only when it did not update every
     entry are the rows looked at again."""
-    rows = (
-        in_list("shard", [ref.shard for ref, _ in entries])
-        & in_list("message_id", [ref.message_id for ref, _ in entries])
-        & in_list("receipt_handle", [ref.handle for ref, _ in entries])
-    )
+    shards = in_list("shard", [ref.shard for ref, _ in entries])
 
     def attempt() -> Outcomes:
         now = ctx.now()
-        targets = {ref.handle: now + timedelta(seconds=seconds) for ref, seconds in entries}
-        visible_at = _per_handle(targets)
-        ceiling = F.unix_micros(visible_at) - F.unix_micros("handle_issued_at")
-        counts = ctx.storage.change(
-            record.location,
-            rows
-            & (F.col("visible_at") > F.lit(now))
-            & (ceiling <= MAX_VISIBILITY_SECONDS * 1_000_000),
-            ("shard", "message_id"),
-            {"visible_at": visible_at},
-        )
+        rows, values, targets = extension(entries, now)
+        counts = ctx.storage.change(record.location, shards & rows, ("shard", "message_id"), values)
         if counts.all_of(len(targets)):
             return {ref.handle: None for ref, _ in entries}
-        return _diagnose(ctx, record, entries, now, targets)
+        return diagnose(ctx, record, entries, now, targets)
 
     return ctx.storage.transact(record.location, attempt, f"changing visibility on {record.name!r}")
 
@@ -91,7 +87,7 @@ def _per_handle(targets: dict[str, datetime]) -> Column:
     return chosen
 
 
-def _diagnose(
+def diagnose(
     ctx: QueueContext,
     record: QueueRecord,
     entries: list[tuple[HandleRef, int]],

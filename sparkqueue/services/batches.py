@@ -15,9 +15,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..engine import acknowledge, claim_df, visibility
+from ..engine import acknowledge, claim_df, rounds, visibility
 from ..engine.context import QueueContext
-from ..engine.exchange import exchange
 from ..errors import InvalidParameterValue, ReceiptHandleIsInvalid
 from ..limits import EXCHANGE_MAX_BATCH
 from ..model import MESSAGE_FIELDS, BatchResult, Message
@@ -52,7 +51,11 @@ class QueueBatches:
             self._claimed = Batch(frame, {row.message_id: row.receipt_handle for row in rows})
             return done, self._claimed
         refs = {handle: handles.parse(record.secret, handle) for handle in finished}
-        turn = exchange(self._ctx.quick, record, list(refs.values()), size, visibility_timeout)
+        turn = rounds.settle_and_claim(
+            self._ctx.quick, record, list(refs.values()), size, visibility_timeout
+        )
+        if turn.error is not None:
+            raise turn.error
         failed = {
             handle: ReceiptHandleIsInvalid.code
             for handle, ref in refs.items()
@@ -97,7 +100,7 @@ class QueueBatches:
     def extend(self, receipt_handles: list[str], seconds: int) -> visibility.Outcomes:
         """One heartbeat: extends each handle and reports, per handle, the error or None."""
         entries = [(handle, seconds) for handle in receipt_handles]
-        return visibility.change_visibility(self._ctx.quick, self.name, entries)
+        return rounds.change_visibility(self._ctx.quick, self.name, entries)
 
     def delete_batch(self, receipt_handles: list[str]) -> BatchResult:
         """A whole `receive_df` batch goes by its claim (no list of literals); anything else,
@@ -105,4 +108,4 @@ class QueueBatches:
         claimed, self._claimed = self._claimed, None
         if claimed is not None and set(receipt_handles) == set(claimed.handles.values()):
             return acknowledge.delete_df(self._ctx, self.name, claimed.frame)
-        return acknowledge.delete_batch(self._ctx.quick, self.name, receipt_handles)
+        return rounds.delete_batch(self._ctx.quick, self.name, receipt_handles)

@@ -1,0 +1,38 @@
+"""What a caller hands the group committer, and what it gets back (see rounds.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import QueueError
+from ..model import Message
+from ..rules.handles import HandleRef
+from .visibility import Outcomes
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One caller's operation: messages to retire (delete), visibility changes, and how many
+    messages to claim with which visibility timeout."""
+
+    retire: tuple[HandleRef, ...] = ()
+    changes: tuple[tuple[HandleRef, int], ...] = ()
+    wanted: int = 0
+    timeout: int = 0
+
+    @property
+    def rows(self) -> int:
+        """How many rows this ask may touch: what a round's statement is sized by."""
+        return len(self.retire) + len(self.changes) + self.wanted
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One caller's outcome: its claimed messages, the ids of its retired messages that were not
+    deleted (their handles superseded), each visibility change's error or None, and the claim's
+    error (OverLimit) if it could claim nothing."""
+
+    claimed: list[Message] = field(default_factory=list)
+    superseded: frozenset[str] = frozenset()
+    changed: Outcomes = field(default_factory=dict)
+    error: QueueError | None = None

@@ -1,0 +1,136 @@
+"""Single-message operations through the queue's group committer (see group.py).
+
+Each receive, delete, visibility change, heartbeat extension and worker-loop exchange becomes an
+`Ask`; the asks that meet in one round share one commit. A round of one runs its operation's own
+statement, exactly as without a committer. A round of several on a standard queue runs
+together.py's one UPDATE, which retires, extends and claims for all of them; each caller gets its
+own `Answer`. FIFO queues take one ask per round: a FIFO claim takes whole group prefixes and fails
+as a whole, which is not to be shared with other callers' operations.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from ..errors import OverLimit, ReceiptHandleIsInvalid
+from ..limits import EXCHANGE_UPDATE_MAX_ROWS, LONG_POLL_INTERVAL_SECONDS
+from ..model import BatchResult, Message
+from ..rules import handles
+from ..rules.handles import HandleRef
+from ..store.registry import QueueRecord
+from . import acknowledge, claim, exchange, together, visibility
+from .asks import Answer, Ask
+from .context import QueueContext
+from .visibility import Outcomes
+
+
+def submit(ctx: QueueContext, record: QueueRecord, ask: Ask) -> Answer:
+    """Runs `ask` in the queue's next round; returns this caller's own answer."""
+    committer = ctx.commits.of(record.location, _one if record.attributes.fifo else _fitting)
+    return committer.submit(ask, lambda asks: run_round(ctx, record, asks))
+
+
+def _one(asks: Sequence[Ask]) -> int:
+    return 1
+
+
+def _fitting(asks: Sequence[Ask]) -> int:
+    """The oldest asks whose rows fit one UPDATE (a larger ask runs alone, by its own statement)."""
+    rows = 0
+    for taken, ask in enumerate(asks):
+        rows += ask.rows
+        if rows > EXCHANGE_UPDATE_MAX_ROWS:
+            return taken
+    return len(asks)
+
+
+def run_round(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]:
+    if len(asks) > 1:
+        return together.run(ctx, record, asks)
+    [ask] = asks
+    if ask.changes:
+        return [Answer(changed=visibility.change(ctx, record, list(ask.changes)))]
+    if ask.retire and ask.wanted:  # the worker loop's exchange
+        turn = exchange.exchange(ctx, record, list(ask.retire), ask.wanted, ask.timeout)
+        return [Answer(claimed=turn.claimed, superseded=frozenset(turn.superseded))]
+    if ask.retire:
+        return [
+            Answer(superseded=frozenset(acknowledge.delete_refs(ctx, record, list(ask.retire))))
+        ]
+    try:
+        return [Answer(claimed=claim.claim(ctx, record, ask.wanted, ask.timeout))]
+    except OverLimit as error:
+        return [Answer(error=error)]
+
+
+# -- the operations ---------------------------------------------------------------------------------
+
+
+def receive(
+    ctx: QueueContext,
+    name: str,
+    max_messages: int,
+    visibility_timeout: int | None,
+    wait_time_seconds: int,
+) -> list[Message]:
+    """Claims up to `max_messages`; long polls for up to `wait_time_seconds` when none is there."""
+    deadline = time.monotonic() + wait_time_seconds
+    while True:
+        record = ctx.record(name)
+        timeout = (
+            record.attributes.visibility_timeout
+            if visibility_timeout is None
+            else visibility_timeout
+        )
+        answer = submit(ctx, record, Ask(wanted=max_messages, timeout=timeout))
+        if answer.error is not None and not wait_time_seconds:
+            raise answer.error
+        remaining = deadline - time.monotonic()
+        if answer.claimed or remaining <= 0:
+            return answer.claimed
+        time.sleep(min(LONG_POLL_INTERVAL_SECONDS, remaining))
+
+
+def delete(ctx: QueueContext, name: str, receipt_handle: str) -> None:
+    record = ctx.record(name)
+    ref = handles.parse(record.secret, receipt_handle)
+    if submit(ctx, record, Ask(retire=(ref,))).superseded:
+        raise ReceiptHandleIsInvalid(
+            f"receipt handle for message {ref.message_id} is no longer valid: a later receive"
+            " or a release superseded it; use the handle of the latest receive"
+        )
+
+
+def delete_batch(ctx: QueueContext, name: str, receipt_handles: list[str]) -> BatchResult:
+    """One ask for every valid handle; each handle's own outcome."""
+    record = ctx.record(name)
+    refs: dict[str, HandleRef] = {}
+    failed: dict[str, str] = {}
+    for handle in dict.fromkeys(receipt_handles):
+        try:
+            refs[handle] = handles.parse(record.secret, handle)
+        except ReceiptHandleIsInvalid:
+            failed[handle] = ReceiptHandleIsInvalid.code
+    if refs:
+        superseded = submit(ctx, record, Ask(retire=tuple(refs.values()))).superseded
+        failed.update(
+            {h: ReceiptHandleIsInvalid.code for h, r in refs.items() if r.message_id in superseded}
+        )
+    return BatchResult(successful=[h for h in refs if h not in failed], failed=failed)
+
+
+def change_visibility(ctx: QueueContext, name: str, entries: list[tuple[str, int]]) -> Outcomes:
+    """Applies every entry in one ask; each handle's outcome (None: applied)."""
+    record = ctx.record(name)
+    valid, outcomes = visibility.parse_entries(record, entries)
+    if valid:
+        outcomes.update(submit(ctx, record, Ask(changes=tuple(valid))).changed)
+    return outcomes
+
+
+def settle_and_claim(
+    ctx: QueueContext, record: QueueRecord, finished: list[HandleRef], wanted: int, timeout: int
+) -> Answer:
+    """The worker loop's step on a standard queue: retire the finished batch, claim the next."""
+    return submit(ctx, record, Ask(retire=tuple(finished), wanted=wanted, timeout=timeout))
