@@ -15,9 +15,10 @@ from .engine.moves import Mover
 from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
 from .model import BatchResult, ConsumeReport, Message, QueueStats
-from .rules.checks import check_int, check_list, check_queue_name
+from .rules.checks import check_int, check_list, check_queue_name, check_seconds
 from .services import worker
 from .services.batches import QueueBatches
+from .services.buffered import BufferedQueue
 from .services.heartbeat import Heartbeat, check_interval
 from .services.sink import write_once
 
@@ -183,10 +184,9 @@ class Queue:
                 failed[handle] = error.code
         if len({handle for handle, _ in valid}) < len(valid):
             raise InvalidParameterValue("change_visibility_batch: a receipt handle appears twice")
-        outcomes = rounds.change_visibility(self._ctx.quick, self.name, valid) if valid else {}
-        failed.update({h: e.code for h, e in outcomes.items() if e is not None})
-        successful = [h for h, e in outcomes.items() if e is None]
-        return BatchResult(successful=successful, failed=failed)
+        done = rounds.change_visibility_batch(self._ctx.quick, self.name, valid) if valid else None
+        failed.update(done.failed if done else {})
+        return BatchResult(successful=done.successful if done else [], failed=failed)
 
     def heartbeat(
         self, messages: Iterable[Message | str], *, visibility_timeout: int, interval: float
@@ -198,6 +198,45 @@ class Queue:
         receipt_handles = [m.receipt_handle if isinstance(m, Message) else m for m in messages]
         batches = QueueBatches(self._ctx, self.name)
         return Heartbeat(batches.extend, receipt_handles, visibility_timeout, seconds)
+
+    def buffered(
+        self,
+        prefetch: int = 100,
+        flush_interval: float = 0.05,
+        max_pending: int = 1000,
+        *,
+        visibility_timeout: int | None = None,
+        min_visibility_share: float = 0.5,
+    ) -> BufferedQueue:
+        """A buffered client (use it in a `with` block): receives served from up to `prefetch`
+        messages claimed ahead, deletes and visibility changes queued and flushed every
+        `flush_interval` s or at `max_pending` entries. A prefetched message is handed out only
+        while at least `min_visibility_share` of its visibility timeout (the queue's, or
+        `visibility_timeout`) is left; unserved ones are released when the client closes."""
+        check_int("prefetch", prefetch, 1, MAX_RECEIVE)
+        check_int("max_pending", max_pending, 1, MAX_RECEIVE)
+        interval = check_seconds("flush_interval", flush_interval, allow_zero=False)
+        if (
+            isinstance(min_visibility_share, bool)
+            or not isinstance(min_visibility_share, (int, float))
+            or not 0 <= min_visibility_share < 1
+        ):
+            raise InvalidParameterValue(
+                f"min_visibility_share must be a number from 0 up to (not including) 1, got"
+                f" {min_visibility_share!r}"
+            )
+        timeout = _visibility(visibility_timeout)
+        return BufferedQueue(
+            self._ctx,
+            self.name,
+            prefetch=prefetch,
+            flush_interval=interval,
+            max_pending=max_pending,
+            visibility_timeout=self._ctx.record(self.name).attributes.visibility_timeout
+            if timeout is None
+            else timeout,
+            min_visibility_share=float(min_visibility_share),
+        )
 
     # -- worker loop and effectively-once results ---------------------------------------------------
 

@@ -129,6 +129,17 @@ def change_visibility(ctx: QueueContext, name: str, entries: list[tuple[str, int
     return outcomes
 
 
+def change_visibility_batch(
+    ctx: QueueContext, name: str, entries: list[tuple[str, int]]
+) -> BatchResult:
+    """`change_visibility` with each entry's outcome as a BatchResult."""
+    outcomes = change_visibility(ctx, name, entries)
+    return BatchResult(
+        successful=[handle for handle, error in outcomes.items() if error is None],
+        failed={handle: error.code for handle, error in outcomes.items() if error is not None},
+    )
+
+
 def settle_and_claim(
     ctx: QueueContext, record: QueueRecord, finished: list[HandleRef], wanted: int, timeout: int
 ) -> Answer:

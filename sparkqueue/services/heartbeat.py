@@ -1,9 +1,19 @@
-"""Keeps long-running work invisible: a background thread that periodically extends visibility."""
+"""Keeps long-running work invisible: a background thread that periodically extends visibility.
+
+An extension sets the message's visibility to the moment the extension's commit reads its clock
+plus the timeout, and that commit takes a while (it may also wait for a shared round to finish):
+so a beat must start well before the last extension runs out, not merely every `interval`
+seconds. Each beat is timed, and the next starts no later than the timeout minus twice the
+slowest of the recent beats after the last one began: with a timeout of a few seconds on a real
+clock, the beats come as often as needed to keep the message hidden.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from types import TracebackType
 
@@ -12,6 +22,8 @@ from ..errors import HeartbeatFailed, InvalidParameterValue, QueueError, Receipt
 log = logging.getLogger(__name__)
 
 Extend = Callable[[list[str], int], dict[str, QueueError | None]]
+RECENT_BEATS = 5  # how many beat durations the schedule looks back on
+FIRST_BEAT_GUESS_SECONDS = 1.0  # a beat's duration before any has been timed (a commit here)
 
 
 def check_interval(visibility_timeout: int, interval: float) -> float:
@@ -45,6 +57,7 @@ class Heartbeat:
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sparkqueue-heartbeat", daemon=True)
+        self._durations: deque[float] = deque(maxlen=RECENT_BEATS)
         self.beats = 0
         self.failures: dict[str, QueueError] = {}
 
@@ -92,6 +105,17 @@ class Heartbeat:
             self.failures[handle] = error
         self.beats += 1
 
+    def next_wait(self) -> float:
+        """Seconds from a beat's start to the next one's: the interval, or sooner when the recent
+        beats were slow enough that waiting the interval would let the timeout run out."""
+        slowest = max(self._durations, default=FIRST_BEAT_GUESS_SECONDS)
+        return max(0.0, min(self._interval, self._timeout - 2 * slowest))
+
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        # The messages were received about one operation before the block began: the first
+        # beat comes that much sooner (at once, for a timeout of a few seconds).
+        started = time.monotonic() - FIRST_BEAT_GUESS_SECONDS
+        while not self._stop.wait(max(0.0, started + self.next_wait() - time.monotonic())):
+            started = time.monotonic()
             self.beat()
+            self._durations.append(time.monotonic() - started)

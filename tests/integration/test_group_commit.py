@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import Counter
 
+from sparkqueue import Broker
 from sparkqueue.engine import together
 from sparkqueue.engine.asks import Ask
 from sparkqueue.rules import handles
@@ -118,3 +120,31 @@ def test_eight_threads_mixing_operations_share_commits_and_lose_nothing(broker):
     assert committer.carried >= sum(operations.values())  # heartbeats add their extensions
     assert committer.rounds < committer.carried  # commits were shared
     print(f"operations {dict(operations)}; rounds {committer.rounds} for {committer.carried}")
+
+
+def test_a_heartbeat_keeps_a_three_second_timeout_on_a_real_clock(spark, tmp_path):
+    """Real time on purpose (the heartbeat's schedule is what is tested): another consumer
+    polls all the while, through the same committer, and never gets the message."""
+    queue = Broker(spark, str(tmp_path / "real-clock")).create_queue(
+        "beating", visibility_timeout=3
+    )
+    queue.send("long work")
+    [message] = queue.receive(1)
+    stolen: list[str] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            stolen.extend(m.message_id for m in queue.receive(1))
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        with queue.heartbeat([message], visibility_timeout=3, interval=2.5) as beat:
+            time.sleep(12)  # four timeouts' worth of work
+    finally:
+        stop.set()
+        poller.join()
+    assert stolen == []
+    assert beat.beats >= 4
+    queue.delete(message.receipt_handle)  # still this receive's handle: never superseded

@@ -1,0 +1,303 @@
+"""A buffered client over one queue, as SQS's own buffered client (AmazonSQSBufferedAsyncClient).
+
+Two costs it takes off the caller's path, each a commit here:
+- receives are served from memory: a background thread claims up to `prefetch` messages ahead,
+  their visibility timeout already running, and claims more when half are handed out;
+- deletes and visibility changes are queued and flushed together every `flush_interval` seconds,
+  or at once when `max_pending` are queued, as one `delete_batch` and one
+  `change_visibility_batch` (which share commits with the broker's other callers, see
+  engine/group.py).
+
+The trade-offs: prefetched messages count as in flight while they wait in the buffer; a message
+whose remaining timeout fell below `min_visibility_share` of it is not handed out but released
+(visible again at once); a crashed process's buffered and unflushed messages come back when their
+timeouts end; and an acknowledgement's outcome is known only when it is flushed (`flush()` and
+`close()` report it). Leaving the `with` block, `close()`, SIGINT and SIGTERM flush what is queued
+and release what was never handed out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from types import FrameType, TracebackType
+
+from ..engine import rounds
+from ..engine.context import QueueContext
+from ..errors import EmptyBatchRequest, InvalidParameterValue, QueueError
+from ..limits import (
+    LONG_POLL_INTERVAL_SECONDS,
+    MAX_RECEIVE,
+    MAX_VISIBILITY_SECONDS,
+    MAX_WAIT_SECONDS,
+)
+from ..model import BatchResult, Message
+from ..rules.checks import check_int
+
+log = logging.getLogger(__name__)
+SIGNAL_JOIN_SECONDS = 5.0
+
+
+class BufferedQueue:
+    """The buffered face of one queue: `receive`, `delete`, `delete_batch`, `change_visibility`,
+    `change_visibility_batch`, `flush` and `close`; a context manager. Safe to share between
+    threads."""
+
+    def __init__(
+        self,
+        ctx: QueueContext,
+        name: str,
+        *,
+        prefetch: int,
+        flush_interval: float,
+        max_pending: int,
+        visibility_timeout: int,
+        min_visibility_share: float,
+    ) -> None:
+        self._ctx, self.name = ctx.quick, name  # single-message work: the interpreting session
+        self.prefetch, self.flush_interval, self.max_pending = prefetch, flush_interval, max_pending
+        self.visibility_timeout, self.min_visibility_share = (
+            visibility_timeout,
+            min_visibility_share,
+        )
+        self._changed = threading.Condition(threading.RLock())  # RLock: signal handlers re-enter
+        self._buffer: deque[tuple[Message, datetime]] = deque()  # message, when its timeout ends
+        self._hungry = 0  # receives waiting for the next claim
+        self._drained = False  # the last claim found nothing: claim again only when asked
+        self._claims = 0  # claims completed, so a receive can wait for the next one
+        self._claim_error: QueueError | None = None
+        self._deletes: dict[str, None] = {}
+        self._changes: dict[str, int] = {}
+        self._flushed = BatchResult()
+        self._flushing = threading.Lock()
+        self._closed = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._keep_prefetched, name="sparkqueue-prefetch", daemon=True),
+            threading.Thread(target=self._keep_flushing, name="sparkqueue-flush", daemon=True),
+        ]
+        self._previous_handlers: dict[int, object] = {}
+        for thread in self._threads:
+            thread.start()
+
+    # -- receiving ----------------------------------------------------------------------------------
+
+    def receive(
+        self,
+        max_messages: int = 1,
+        *,
+        visibility_timeout: int | None = None,
+        wait_time_seconds: int = 0,
+    ) -> list[Message]:
+        """Up to `max_messages` from the buffer; waits for one claim when it is empty (and up to
+        `wait_time_seconds` for messages). Another `visibility_timeout` than the buffer's goes
+        straight to the queue, as SQS's buffered client does."""
+        check_int("max_messages", max_messages, 1, MAX_RECEIVE)
+        check_int("wait_time_seconds", wait_time_seconds, 0, MAX_WAIT_SECONDS)
+        self._check_open()
+        if visibility_timeout is not None and visibility_timeout != self.visibility_timeout:
+            check_int("visibility_timeout", visibility_timeout, 0, MAX_VISIBILITY_SECONDS)
+            return rounds.receive(
+                self._ctx, self.name, max_messages, visibility_timeout, wait_time_seconds
+            )
+        deadline = time.monotonic() + wait_time_seconds
+        with self._changed:
+            claims_seen = self._claims
+            while True:
+                served = self._serve(max_messages)
+                if served:
+                    return served
+                claimed_since = self._claims > claims_seen
+                if claimed_since and self._claim_error is not None:
+                    raise self._claim_error
+                remaining = deadline - time.monotonic()
+                if (claimed_since and remaining <= 0) or self._closed.is_set():
+                    return []
+                self._hungry += 1
+                self._drained = False
+                self._changed.notify_all()
+                try:  # until a claim completes, then until the wait is over
+                    self._changed.wait(remaining if claimed_since else None)
+                finally:
+                    self._hungry -= 1
+
+    def _serve(self, wanted: int) -> list[Message]:
+        """Takes up to `wanted` messages with enough of their timeout left; releases the rest of
+        the stale ones (called holding the lock)."""
+        now = self._ctx.now()
+        enough = timedelta(seconds=self.visibility_timeout * self.min_visibility_share)
+        served: list[Message] = []
+        while self._buffer and len(served) < wanted:
+            message, ends = self._buffer.popleft()
+            if ends - now >= enough:
+                served.append(message)
+            else:
+                self._changes[message.receipt_handle] = 0  # back to the queue at the next flush
+        if len(self._buffer) < self.prefetch / 2:
+            self._changed.notify_all()
+        return served
+
+    def _keep_prefetched(self) -> None:
+        while True:
+            with self._changed:
+                while not self._closed.is_set() and not self._claim_due():
+                    self._changed.wait()
+                if self._closed.is_set():
+                    return
+                wanted = max(1, self.prefetch - len(self._buffer))
+            claimed, error, began = [], None, self._ctx.now()
+            try:  # the claim's own instant is at or after `began`: its timeout ends no sooner
+                claimed = rounds.receive(self._ctx, self.name, wanted, self.visibility_timeout, 0)
+            except QueueError as failure:
+                error = failure
+                log.warning("buffered receive from %r failed: %s", self.name, failure)
+            ends = began + timedelta(seconds=self.visibility_timeout)
+            with self._changed:
+                self._buffer.extend((message, ends) for message in claimed)
+                self._claims += 1
+                self._claim_error = error
+                self._drained = not claimed
+                self._changed.notify_all()
+            if not claimed:
+                self._closed.wait(LONG_POLL_INTERVAL_SECONDS)
+
+    def _claim_due(self) -> bool:
+        if self._hungry:
+            return True
+        return not self._drained and len(self._buffer) < self.prefetch / 2
+
+    # -- acknowledging ------------------------------------------------------------------------------
+
+    def delete(self, receipt_handle: str) -> None:
+        """Queues the delete; its outcome comes with the next flush."""
+        self.delete_batch([receipt_handle])
+
+    def delete_batch(self, receipt_handles: Sequence[str]) -> None:
+        if not receipt_handles:
+            raise EmptyBatchRequest("delete_batch needs at least one receipt handle")
+        for index, handle in enumerate(receipt_handles):
+            if not isinstance(handle, str):
+                raise InvalidParameterValue(f"entry {index}: a receipt handle must be a str")
+        self._queue(deletes=receipt_handles, changes=())
+
+    def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
+        """Queues the change; its outcome comes with the next flush."""
+        self.change_visibility_batch([(receipt_handle, visibility_timeout)])
+
+    def change_visibility_batch(self, entries: Sequence[tuple[str, int]]) -> None:
+        if not entries:
+            raise EmptyBatchRequest("change_visibility_batch needs at least one entry")
+        for index, entry in enumerate(entries):
+            if not (
+                isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[0], str)
+            ):
+                raise InvalidParameterValue(
+                    f"entry {index}: expected a (receipt_handle, seconds) pair"
+                )
+            check_int("visibility_timeout", entry[1], 0, MAX_VISIBILITY_SECONDS)
+        self._queue(deletes=(), changes=entries)
+
+    def _queue(self, deletes: Sequence[str], changes: Sequence[tuple[str, int]]) -> None:
+        self._check_open()
+        with self._changed:
+            self._deletes.update(dict.fromkeys(deletes))
+            self._changes.update(dict(changes))
+            full = len(self._deletes) + len(self._changes) >= self.max_pending
+        if full:
+            self._flush_pending()
+
+    def _keep_flushing(self) -> None:
+        while not self._closed.wait(self.flush_interval):
+            try:
+                self._flush_pending()
+            except QueueError as error:  # each entry's outcome is kept; a whole failure is logged
+                log.warning("flushing acknowledgements on %r failed: %s", self.name, error)
+
+    def _flush_pending(self) -> None:
+        """Sends what is queued: one visibility batch, then one delete batch."""
+        with self._flushing:
+            with self._changed:
+                deletes, self._deletes = list(self._deletes), {}
+                changes, self._changes = list(self._changes.items()), {}
+            outcomes = []
+            if changes:
+                outcomes.append(rounds.change_visibility_batch(self._ctx, self.name, changes))
+            if deletes:
+                outcomes.append(rounds.delete_batch(self._ctx, self.name, deletes))
+            with self._changed:
+                for outcome in outcomes:
+                    self._flushed.successful.extend(outcome.successful)
+                    self._flushed.failed.update(outcome.failed)
+
+    def flush(self) -> BatchResult:
+        """Sends what is queued now; returns every flushed entry's outcome since the last call."""
+        self._flush_pending()
+        with self._changed:
+            result, self._flushed = self._flushed, BatchResult()
+        return result
+
+    # -- closing ------------------------------------------------------------------------------------
+
+    def close(self) -> BatchResult:
+        """Stops, releases the messages never handed out and flushes; returns the last outcomes."""
+        return self._close(join_seconds=None)
+
+    def _close(self, join_seconds: float | None) -> BatchResult:
+        with self._changed:
+            first = not self._closed.is_set()
+            self._closed.set()
+            self._changed.notify_all()
+        if first:  # a claim or flush under way finishes first
+            for thread in self._threads:
+                thread.join(join_seconds)
+        with self._changed:
+            released = {message.receipt_handle for message, _ in self._buffer}
+            self._buffer.clear()
+            self._changes.update(dict.fromkeys(released, 0))
+        result = self.flush()
+        return BatchResult(  # the releases are this client's own business, not the caller's
+            [h for h in result.successful if h not in released],
+            {h: code for h, code in result.failed.items() if h not in released},
+        )
+
+    def _check_open(self) -> None:
+        if self._closed.is_set():
+            raise InvalidParameterValue(f"the buffered client of {self.name!r} is closed")
+
+    def __enter__(self) -> BufferedQueue:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._restore_handlers()
+        self.close()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        """Flushes and releases, then does what the signal did before this client was entered.
+
+        The main thread may have been interrupted holding the lock a claim needs to finish, so
+        the wait for the background threads is bounded here."""
+        self._close(join_seconds=SIGNAL_JOIN_SECONDS)
+        previous = self._previous_handlers.get(signum)
+        self._restore_handlers()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:
+            os.kill(os.getpid(), signum)
+
+    def _restore_handlers(self) -> None:
+        for signum, handler in self._previous_handlers.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+        self._previous_handlers.clear()
