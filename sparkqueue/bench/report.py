@@ -56,6 +56,30 @@ def table(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 "0 / 0",
             ),
         ]
+    if "buffered_load" in results:
+        latency_, load_ = results["buffered_latency"], results["buffered_load"]
+        rows += [
+            (
+                "buffered receive(1) p50 / p99",
+                f"{latency_['receive_p50_ms']:.1f} / {latency_['receive_p99_ms']:.0f} ms",
+                "p50 <= 10 ms",
+            ),
+            (
+                "buffered consumers (duplicates / losses)",
+                f"{load_['per_s']:,.0f} msg/s ({load_['duplicates']} / {load_['lost']})",
+                ">= 500 msg/s (0 / 0)",
+            ),
+        ]
+    if "chaos" in results:
+        chaos = results["chaos"]
+        problems = len(chaos["lost"]) + len(chaos["unsent"]) + len(chaos["too_soon"])
+        rows.append(
+            (
+                f"chaos: {chaos['kills']} kills, {chaos['sent']} sent",
+                f"{chaos['deleted']} deleted, {chaos['left']} left, {problems} problems",
+                "0 lost / twice too soon",
+            )
+        )
     if "redrive" in results:
         rows.append(("redrive pass", f"{results['redrive']['redrive_s']:.1f} s", "<= 10 s"))
     for label, run in results.get("worker", {}).items():
@@ -81,6 +105,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
         "drain": ("bulk", "drain_per_s"),
         "consumers": ("load_alone", "per_s"),
         "consumers+producer": ("load_with_producer", "per_s"),
+        "buffered consumers": ("buffered_load", "per_s"),
     }
     scenarios = {
         label: results[scenario][key]

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -15,6 +16,7 @@ from pyspark.sql import functions as F
 
 from ..broker import Broker
 from ..testing import FakeClock
+from .chaos import run_chaos
 
 BODY_BYTES = 100
 WARM_UP_ROUNDS = 2  # bulk sends before the timed one: JIT-compiled, like a long-running job
@@ -35,6 +37,9 @@ class Sizes:
     worker_backlog: int = 300_000
     worker_seconds: float = 45.0
     worker_batches: str = "10,100,1000,10000"  # the worker loop's batch sizes, each with 1 and 4
+    prefetch: int = 1_000  # the buffered client's, in the buffered scenario
+    chaos_seconds: float = 600.0  # chaos: only with --only chaos (it starts OS processes)
+    chaos_messages: int = 3_000
 
 
 SMOKE = Sizes(
@@ -49,6 +54,7 @@ SMOKE = Sizes(
     worker_backlog=200,
     worker_seconds=1.0,
     worker_batches="10",
+    prefetch=20,
 )
 
 
@@ -123,21 +129,27 @@ def latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
     }
 
 
-def load(broker: Broker, sizes: Sizes, *, producer: bool, name: str) -> dict[str, Any]:
-    """Consumers receive(10) + delete_batch for a while; every delivery is checked afterwards."""
+def load(
+    broker: Broker, sizes: Sizes, *, producer: bool, name: str, prefetch: int | None = None
+) -> dict[str, Any]:
+    """Consumers receive(10) + delete_batch for a while; every delivery is checked afterwards.
+    With `prefetch`, they share one buffered client with that prefetch."""
     queue = broker.create_queue(name)
-    backlog = int(sizes.load_seconds * 20 * sizes.consumers) + 100
+    rate = 20 if prefetch is None else 1_500  # a backlog the consumers cannot run dry
+    backlog = int(sizes.load_seconds * rate * sizes.consumers) + 100
     queue.send_df(bodies(broker.spark, backlog))
     delivered: list[str] = []
     sent_during: list[str] = []
     stop = threading.Event()
     lock = threading.Lock()
+    buffered = None if prefetch is None else queue.buffered(prefetch, visibility_timeout=3_600)
+    client = queue if buffered is None else buffered
 
     def consume() -> None:
         while not stop.is_set():
-            messages = queue.receive(10, visibility_timeout=3_600)
+            messages = client.receive(10, visibility_timeout=3_600)
             if messages:
-                queue.delete_batch([m.receipt_handle for m in messages])
+                client.delete_batch([m.receipt_handle for m in messages])
                 with lock:
                     delivered.extend(m.message_id for m in messages)
 
@@ -157,6 +169,8 @@ def load(broker: Broker, sizes: Sizes, *, producer: bool, name: str) -> dict[str
     stop.set()
     for thread in threads:
         thread.join()
+    if buffered is not None:
+        buffered.close()  # flushes the last deletes, releases what was never handed out
     left = {row.message_id for row in queue.peek_df(10_000_000).select("message_id").collect()}
     everything = backlog + len(sent_during)
     return {
@@ -178,6 +192,24 @@ def redrive(spark: SparkSession, root: str, sizes: Sizes) -> dict[str, float]:
     clock.advance(31)
     took, report = timed(lambda: broker.redrive(["redrive"]))
     return {"redrive_s": took, "released": report.released}
+
+
+def buffered_latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
+    """receive(1) and delete through a buffered client (prefetch 100, the default)."""
+    queue = broker.create_queue("latency-buffered")
+    queue.send_df(bodies(broker.spark, sizes.operations + 10))
+    receives: list[float] = []
+    deletes: list[float] = []
+    with queue.buffered(visibility_timeout=3_600) as client:
+        for _ in range(sizes.operations):
+            took, [message] = timed(lambda: client.receive(1))
+            receives.append(took)
+            deletes.append(timed(lambda m=message: client.delete(m.receipt_handle))[0])
+    return {
+        "receive_p50_ms": statistics.median(receives) * 1000,
+        "receive_p99_ms": percentile(receives, 0.99) * 1000,
+        "delete_p50_ms": statistics.median(deletes) * 1000,
+    }
 
 
 def worker(broker: Broker, sizes: Sizes) -> dict[str, Any]:
@@ -226,11 +258,12 @@ def _loops(queue: Any, batch: int, workers: int, seconds: float) -> list[Any]:
 
 
 WORKERS = 4  # the worker scenario's "many workers in one driver"
-SCENARIOS = ("bulk", "latency", "load", "redrive", "worker")
+SCENARIOS = ("bulk", "latency", "load", "buffered", "redrive", "worker", "chaos")
+DEFAULT_SCENARIOS = SCENARIOS[:-1]  # chaos runs when named: it kills processes for minutes
 
 
 def run(
-    spark: SparkSession, root: str, sizes: Sizes, scenarios: Sequence[str] = SCENARIOS
+    spark: SparkSession, root: str, sizes: Sizes, scenarios: Sequence[str] = DEFAULT_SCENARIOS
 ) -> dict[str, Any]:
     broker = Broker(spark, root)
     results: dict[str, Any] = {"sizes": asdict(sizes)}
@@ -244,10 +277,25 @@ def run(
         results["load_ratio"] = results["load_with_producer"]["per_s"] / max(
             results["load_alone"]["per_s"], 1e-9
         )
+    if "buffered" in scenarios:
+        results["buffered_latency"] = buffered_latency(broker, sizes)
+        results["buffered_load"] = load(
+            broker, sizes, producer=False, name="load-buffered", prefetch=sizes.prefetch
+        )
     if "redrive" in scenarios:
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
     if "worker" in scenarios:
         results["worker"] = worker(broker, sizes)
+    if "chaos" in scenarios:
+        report = run_chaos(
+            spark,
+            f"{root}/chaos",
+            Path(root) / "chaos-records",
+            seconds=sizes.chaos_seconds,
+            consumers=sizes.consumers,
+            messages=sizes.chaos_messages,
+        )
+        results["chaos"] = asdict(report)
     results["machine"] = {
         "python": platform.python_version(),
         "machine": platform.machine(),

@@ -12,9 +12,10 @@ def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path
 
     assert results["bulk"]["enqueued"] == results["bulk"]["drained"] == 2_000
     assert len(results["latency"]["receive_ms"]) == 4
-    for scenario in ("load_alone", "load_with_producer"):
+    for scenario in ("load_alone", "load_with_producer", "buffered_load"):
         assert results[scenario]["delivered"] > 0
         assert results[scenario]["duplicates"] == results[scenario]["lost"] == 0
+    assert results["buffered_latency"]["receive_p50_ms"] > 0
     assert results["redrive"]["released"] == 100
     assert [(run["batch"], run["workers"]) for run in results["worker"].values()] == [
         (10, 1),
