@@ -7,16 +7,19 @@ buffered consumer hands a message out only while at least `share` of its timeout
 the next claim of it can come only after T, so two hand-outs of one message are at least T x share
 apart, and no claim (message id, receive count) is handed out twice.
 
-Each role is `python -m sparkqueue.bench.chaos ROLE ROOT FOLDER ...`; what it did goes to files in
-FOLDER, written before the act they record (a consumer logs a hand-out before deleting it; the
-producer logs ids after their send committed), so a kill loses no record of an act that happened.
+Each killed role is `python -m sparkqueue.bench.chaos ROLE ROOT FOLDER` (the producer is a thread
+of the runner). What each did goes to files in FOLDER, written around the act they record (a
+consumer logs a hand-out before deleting it; the producer logs ids after their send committed),
+so a kill loses no record of an act that happened.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -30,7 +33,10 @@ from ..broker import Broker
 from ..session import spark_session
 
 QUEUE, DEAD_LETTERS = "chaos", "chaos-dlq"
-TIMEOUT_SECONDS = 8  # each message's visibility timeout; killed consumers' messages come back
+# Each message's visibility timeout: killed consumers' messages come back after it. It must far
+# outlast a claim: with four JVMs on two cores a claim took over 4 s, and with 8 s every prefetch
+# arrived with less than half its timeout left and was released again.
+TIMEOUT_SECONDS = 30
 SHARE = 0.5  # a buffered message is handed out only with this much of its timeout left
 STOP_FILE = "stop"
 # A hand-out is logged just after it happens; on two busy cores a process may pause in between.
@@ -60,8 +66,9 @@ def run_chaos(
     kill_every: tuple[float, float] = (10.0, 25.0),
     seed: int | None = None,
 ) -> ChaosReport:
-    """Runs the roles for `seconds` with kills every `kill_every` seconds (a random span), then
-    lets the consumers drain what is left and checks the records."""
+    """Runs the roles for `seconds`, killing one at a time every `kill_every` seconds (a random
+    span; consumers and the job in turn, each once it is up), then lets the consumers drain what
+    is left and checks the records. The producer runs here, on a thread, and is not killed."""
     rng = random.Random(seed)
     broker = Broker(spark, root)
     broker.create_queue(DEAD_LETTERS)
@@ -72,23 +79,28 @@ def run_chaos(
         max_receive_count=5,
     )
     folder.mkdir(parents=True, exist_ok=True)
-    pace = max(0.05, seconds / 2 / (messages / 20))  # the producer sends for about half the run
-    roles: dict[str, list[str]] = {"producer": ["producer", str(messages), str(pace)]}
-    roles.update({f"consumer-{i}": ["consumer"] for i in range(consumers)})
-    roles["redrive"] = ["redrive"]
-    running = {name: _start(role, root, folder) for name, role in roles.items()}
-    kills = 0
-    deadline = time.monotonic() + seconds
+    roles = [f"consumer-{i}" for i in range(consumers)] + ["redrive"]
+    running = {name: _start(name, root, folder) for name in roles}
+    pace = max(0.05, seconds / 2 / (messages / 20))  # sends for about half the run
+    sending = threading.Thread(target=produce, args=(queue, folder, messages, pace))
+    sending.start()
+    kills, deadline = 0, time.monotonic() + seconds
     while time.monotonic() < deadline:
         time.sleep(min(rng.uniform(*kill_every), max(0.0, deadline - time.monotonic())))
-        if time.monotonic() >= deadline:
-            break
-        victim = rng.choice([name for name in running if name != "producer"])
+        up = [name for name, process in running.items() if _is_up(process, folder)]
+        kinds = (
+            [name for name in up if name.startswith("consumer")],
+            [n for n in up if n == "redrive"],
+        )
+        victims = kinds[kills % 2] or kinds[(kills + 1) % 2]  # consumers and the job in turn
+        if time.monotonic() >= deadline or not victims:
+            continue
+        victim = rng.choice(victims)
         running[victim].kill()
         running[victim].wait()
         kills += 1
-        running[victim] = _start(roles[victim], root, folder)
-    running["producer"].wait()
+        running[victim] = _start(victim, root, folder)
+    sending.join()
     _drain(queue, deadline=time.monotonic() + 6 * TIMEOUT_SECONDS)
     (folder / STOP_FILE).touch()
     for process in running.values():
@@ -97,13 +109,19 @@ def run_chaos(
     return account(folder, broker, kills)
 
 
-def _start(role: list[str], root: str, folder: Path) -> subprocess.Popen[bytes]:
-    log = (folder / f"{role[0]}-{time.monotonic_ns()}.out").open("wb")
+def _start(name: str, root: str, folder: Path) -> subprocess.Popen[bytes]:
+    role = "redrive" if name == "redrive" else "consumer"
+    log = (folder / f"{name}-{time.monotonic_ns()}.out").open("wb")
     return subprocess.Popen(
-        [sys.executable, "-m", "sparkqueue.bench.chaos", role[0], root, str(folder), *role[1:]],
+        [sys.executable, "-m", "sparkqueue.bench.chaos", role, root, str(folder)],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+
+
+def _is_up(process: subprocess.Popen[bytes], folder: Path) -> bool:
+    """Whether the role's process has its session and queue (killing it then loses real work)."""
+    return (folder / f"up-{process.pid}").exists()
 
 
 def _drain(queue: Any, deadline: float) -> None:
@@ -116,18 +134,22 @@ def _drain(queue: Any, deadline: float) -> None:
 
 
 def account(folder: Path, broker: Broker, kills: int) -> ChaosReport:
-    """Checks the records against what the tables hold."""
-    sent = {line for path in folder.glob("sent-*.log") for line in path.read_text().split()}
+    """Checks the records against what the queue and its dead-letter queue still hold."""
+    left: set[str] = set()
+    for name in (QUEUE, DEAD_LETTERS):
+        table = broker.context.read(broker.context.record(name))
+        left |= {row.message_id for row in table.where("shard >= 0").select("message_id").collect()}
+    return tally(folder, left, kills)
+
+
+def tally(folder: Path, left: set[str], kills: int) -> ChaosReport:
+    """The report from the records in `folder` and the ids still in the tables (`left`)."""
+    sent = set((folder / "sent.log").read_text().split())
     handed: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for path in folder.glob("delivered-*.log"):
         for line in path.read_text().splitlines():
             at, message_id, count = line.split()
             handed[message_id].append((float(at), int(count)))
-    left = set()
-    for name in (QUEUE, DEAD_LETTERS):
-        table = broker.context.read(broker.context.record(name))
-        left |= {row.message_id for row in table.where("shard >= 0").select("message_id").collect()}
-    too_soon = [message_id for message_id, times in handed.items() if not _apart(times)]
     return ChaosReport(
         sent=len(sent),
         delivered=sum(len(times) for times in handed.values()),
@@ -136,7 +158,7 @@ def account(folder: Path, broker: Broker, kills: int) -> ChaosReport:
         kills=kills,
         lost=sorted(sent - left - set(handed)),
         unsent=sorted((left | set(handed)) - sent),
-        too_soon=sorted(too_soon),
+        too_soon=sorted(message_id for message_id, times in handed.items() if not _apart(times)),
     )
 
 
@@ -152,9 +174,9 @@ def _apart(times: list[tuple[float, int]]) -> bool:
 # -- the roles, each in a process of its own -------------------------------------------------------
 
 
-def producer(root: str, folder: Path, messages: int, pace: float) -> None:
-    queue = Broker(spark_session(), root).get_queue(QUEUE)
-    with (folder / f"sent-{time.monotonic_ns()}.log").open("a") as log:
+def produce(queue: Any, folder: Path, messages: int, pace: float) -> None:
+    """Sends `messages` in batches of 20, each batch's ids recorded once its send committed."""
+    with (folder / "sent.log").open("a") as log:
         for start in range(0, messages, 20):
             ids = queue.send_batch([f"work {i}" for i in range(start, min(messages, start + 20))])
             log.write("\n".join(ids) + "\n")
@@ -164,6 +186,7 @@ def producer(root: str, folder: Path, messages: int, pace: float) -> None:
 
 def consumer(root: str, folder: Path) -> None:
     queue = Broker(spark_session(), root).get_queue(QUEUE)
+    (folder / f"up-{os.getpid()}").touch()
     stop = folder / STOP_FILE
     with (
         (folder / f"delivered-{time.monotonic_ns()}.log").open("a") as log,
@@ -184,16 +207,12 @@ def consumer(root: str, folder: Path) -> None:
 
 def redrive(root: str, folder: Path) -> None:
     broker = Broker(spark_session(), root)
+    (folder / f"up-{os.getpid()}").touch()
     while not (folder / STOP_FILE).exists():
         broker.redrive()
         time.sleep(1.0)  # the job's cadence, short for the test
 
 
 if __name__ == "__main__":
-    role, root_, folder_, *rest = sys.argv[1:]
-    if role == "producer":
-        producer(root_, Path(folder_), int(rest[0]), float(rest[1]))
-    elif role == "consumer":
-        consumer(root_, Path(folder_))
-    else:
-        redrive(root_, Path(folder_))
+    role, root_, folder_ = sys.argv[1:]
+    (consumer if role == "consumer" else redrive)(root_, Path(folder_))

@@ -16,7 +16,6 @@ from pyspark.sql import functions as F
 
 from ..broker import Broker
 from ..testing import FakeClock
-from .chaos import run_chaos
 
 BODY_BYTES = 100
 WARM_UP_ROUNDS = 2  # bulk sends before the timed one: JIT-compiled, like a long-running job
@@ -287,6 +286,8 @@ def run(
     if "worker" in scenarios:
         results["worker"] = worker(broker, sizes)
     if "chaos" in scenarios:
+        from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main
+
         report = run_chaos(
             spark,
             f"{root}/chaos",

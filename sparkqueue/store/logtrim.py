@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from dataclasses import dataclass
 
 _VERSIONED = re.compile(r"^(\d{20})\.(?:json|crc|checkpoint\..+)$")
@@ -79,3 +80,17 @@ def trim_log(table_dir: str, now: float, keep_seconds: float) -> int:
         except FileNotFoundError:
             pass
     return deleted
+
+
+def clear_unfinished_log(folder: str) -> bool:
+    """Removes a `_delta_log` that holds no version yet, as a process killed while creating the
+    table leaves it: Delta takes such a folder for an existing table, so `CREATE TABLE IF NOT
+    EXISTS` would do nothing and every read would fail. Call it holding the table's commit lock
+    (then no creation is under way). Returns whether it removed one."""
+    log = os.path.join(folder, "_delta_log")
+    if not os.path.isdir(log) or any(_VERSIONED.match(name) for name in os.listdir(log)):
+        return False
+    shutil.rmtree(log)
+    if not os.listdir(folder):
+        os.rmdir(folder)
+    return True

@@ -24,7 +24,7 @@ from ..limits import COMPACTED_FILE_BYTES
 from . import sql
 from .dml import Counts, Merge, change, in_list
 from .locking import ProcessLock, process_lock
-from .logtrim import trim_log
+from .logtrim import clear_unfinished_log, trim_log
 from .tables import Layout, Table
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
@@ -222,7 +222,11 @@ class Storage:
         if address in self._root.known_tables:
             return
 
+        folder = self.layout.folder(address)
+
         def create() -> None:
+            if folder is not None:  # a creation killed before its first commit left a stub
+                clear_unfinished_log(folder)
             statement = sql.create_table(self._table(address).sql, schema, partition_by, properties)
             self.spark.sql(statement)
 

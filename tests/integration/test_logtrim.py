@@ -10,6 +10,7 @@ import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 
+from sparkqueue import Broker
 from sparkqueue.services.redrive import Redrive
 from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
 
@@ -96,3 +97,14 @@ def test_trimming_under_live_consumers_loses_nothing_and_delivers_once(broker, s
     assert sum(trimmed) > 0 and commits(location)[0] > 0
     assert sorted(delivered, key=int) == [str(n) for n in range(60)]  # each exactly once
     assert queue.stats().visible == queue.stats().in_flight == 0
+
+
+def test_a_table_whose_creation_was_killed_before_its_first_commit_is_created(spark, tmp_path):
+    """What a redrive job killed while creating its metrics table leaves: `_delta_log` without
+    a version. The next broker on the root creates the table instead of failing to read it."""
+    root = tmp_path / "root"
+    (root / "_sparkqueue" / "metrics" / "_delta_log" / "_staged_commits").mkdir(parents=True)
+    broker = Broker(spark, str(root))
+    broker.create_queue("after-a-kill")
+    assert broker.redrive().queues["after-a-kill"].released == 0
+    assert broker.redrive_metrics().count() == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from sparkqueue.store.logtrim import LogEntry, expired, trim_log
+from sparkqueue.store.logtrim import LogEntry, clear_unfinished_log, expired, trim_log
 
 NOW = 1_000_000.0
 OLD = NOW - 3_600  # written an hour ago
@@ -85,3 +85,16 @@ def test_trim_deletes_from_a_folder_and_tolerates_a_missing_table(tmp_path):
         "00000000000000000002.json",
     ]
     assert trim_log(str(tmp_path / "gone"), NOW, KEEP) == 0
+
+
+def test_a_log_without_any_version_is_cleared_and_a_real_one_kept(tmp_path):
+    stub = tmp_path / "stub"
+    (stub / "_delta_log" / "_staged_commits").mkdir(parents=True)  # a creation killed early
+    assert clear_unfinished_log(str(stub))
+    assert not stub.exists()  # nothing else was in it
+    table = tmp_path / "table"
+    (table / "_delta_log").mkdir(parents=True)
+    (table / "_delta_log" / "00000000000000000000.json").write_text("{}")
+    assert not clear_unfinished_log(str(table))
+    assert (table / "_delta_log" / "00000000000000000000.json").exists()
+    assert not clear_unfinished_log(str(tmp_path / "missing"))

@@ -1,0 +1,48 @@
+"""The chaos run's bookkeeping (sparkqueue.bench.chaos): what counts as lost, unsent, or handed
+out twice within a visibility window. No JVM: the records are written here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparkqueue.bench.chaos import SHARE, TIMEOUT_SECONDS, tally
+
+WINDOW = TIMEOUT_SECONDS * SHARE  # two hand-outs of one message are at least this far apart
+
+
+def records(folder: Path, sent: list[str], handed: list[tuple[float, str, int]]) -> Path:
+    (folder / "sent.log").write_text("\n".join(sent) + "\n")
+    lines = [f"{at} {message_id} {count}\n" for at, message_id, count in handed]
+    (folder / "delivered-1.log").write_text("".join(lines[::2]))  # two consumers' files
+    (folder / "delivered-2.log").write_text("".join(lines[1::2]))
+    return folder
+
+
+def test_a_clean_run_accounts_for_every_message(tmp_path):
+    folder = records(
+        tmp_path,
+        ["a", "b", "c"],
+        [(100.0, "a", 1), (100.0 + WINDOW, "a", 2), (101.0, "b", 1)],  # a came back once
+    )
+    report = tally(folder, left={"c"}, kills=3)  # c never handed out, still queued
+    assert (report.sent, report.delivered, report.deleted, report.left) == (3, 3, 2, 1)
+    assert (report.lost, report.unsent, report.too_soon) == ([], [], [])
+
+
+def test_a_message_gone_without_a_hand_out_is_lost_and_a_stranger_is_unsent(tmp_path):
+    folder = records(tmp_path, ["a", "b"], [(100.0, "a", 1), (100.0, "x", 1)])
+    report = tally(folder, left=set(), kills=0)
+    assert (report.lost, report.unsent) == (["b"], ["x"])
+
+
+def test_one_claim_handed_out_twice_or_two_claims_too_close_are_too_soon(tmp_path):
+    folder = records(
+        tmp_path,
+        ["a", "b", "c"],
+        [
+            (100.0, "a", 1), (100.5, "a", 1),  # the same claim twice
+            (100.0, "b", 1), (100.0 + WINDOW / 2, "b", 2),  # the next claim within the window
+            (100.0, "c", 2), (100.0 + WINDOW, "c", 3),  # fine
+        ],
+    )  # fmt: skip
+    assert tally(folder, left=set(), kills=0).too_soon == ["a", "b"]
