@@ -15,7 +15,13 @@ from .engine.moves import Mover
 from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
 from .model import BatchResult, ConsumeReport, Message, QueueStats
-from .rules.checks import check_int, check_list, check_queue_name, check_seconds
+from .rules.checks import (
+    check_int,
+    check_list,
+    check_queue_name,
+    check_receipt_handles,
+    check_seconds,
+)
 from .services import worker
 from .services.batches import QueueBatches
 from .services.buffered import BufferedQueue
@@ -136,12 +142,7 @@ class Queue:
 
     def delete_batch(self, receipt_handles: Sequence[str]) -> BatchResult:
         """Deletes in one transaction; each handle's outcome in the BatchResult."""
-        handles = check_list("delete_batch", receipt_handles, "receipt handles")
-        if not handles:
-            raise EmptyBatchRequest("delete_batch needs at least one receipt handle")
-        for index, handle in enumerate(handles):
-            if not isinstance(handle, str):
-                raise InvalidParameterValue(f"entry {index}: a receipt handle must be a str")
+        handles = check_receipt_handles("delete_batch", receipt_handles)
         return rounds.delete_batch(self._ctx.quick, self.name, handles)
 
     def delete_df(self, df: DataFrame) -> BatchResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import InvalidParameterValue
+from ..errors import EmptyBatchRequest, InvalidParameterValue
 from ..limits import FIFO_SUFFIX, QUEUE_NAME_MAX_LENGTH
 
 NAME_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{QUEUE_NAME_MAX_LENGTH}}}")
@@ -59,3 +59,14 @@ def check_list(what: str, value: Any, item: str) -> list[Any]:
     if not isinstance(value, (list, tuple)):
         raise InvalidParameterValue(f"{what} takes a list of {item}, got {type(value).__name__}")
     return list(value)
+
+
+def check_receipt_handles(what: str, value: Any) -> list[str]:
+    """A non-empty list of receipt handles (their form is checked against the queue later)."""
+    handles = check_list(what, value, "receipt handles")
+    if not handles:
+        raise EmptyBatchRequest(f"{what} needs at least one receipt handle")
+    for index, handle in enumerate(handles):
+        if not isinstance(handle, str):
+            raise InvalidParameterValue(f"entry {index}: a receipt handle must be a str")
+    return handles

@@ -38,7 +38,7 @@ from ..limits import (
     MAX_WAIT_SECONDS,
 )
 from ..model import BatchResult, Message
-from ..rules.checks import check_int
+from ..rules.checks import check_int, check_list, check_receipt_handles
 
 log = logging.getLogger(__name__)
 SIGNAL_JOIN_SECONDS = 5.0
@@ -178,18 +178,14 @@ class BufferedQueue:
         self.delete_batch([receipt_handle])
 
     def delete_batch(self, receipt_handles: Sequence[str]) -> None:
-        if not receipt_handles:
-            raise EmptyBatchRequest("delete_batch needs at least one receipt handle")
-        for index, handle in enumerate(receipt_handles):
-            if not isinstance(handle, str):
-                raise InvalidParameterValue(f"entry {index}: a receipt handle must be a str")
-        self._queue(deletes=receipt_handles, changes=())
+        self._queue(deletes=check_receipt_handles("delete_batch", receipt_handles), changes=())
 
     def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
         """Queues the change; its outcome comes with the next flush."""
         self.change_visibility_batch([(receipt_handle, visibility_timeout)])
 
     def change_visibility_batch(self, entries: Sequence[tuple[str, int]]) -> None:
+        entries = check_list("change_visibility_batch", entries, "(handle, seconds) pairs")
         if not entries:
             raise EmptyBatchRequest("change_visibility_batch needs at least one entry")
         for index, entry in enumerate(entries):
