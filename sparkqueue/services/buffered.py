@@ -71,7 +71,7 @@ class BufferedQueue:
         self._hungry = 0  # receives waiting for the next claim
         self._drained = False  # the last claim found nothing: claim again only when asked
         self._claims = 0  # claims completed, so a receive can wait for the next one
-        self._claim_error: QueueError | None = None
+        self._claim_error: Exception | None = None
         self._deletes: dict[str, None] = {}
         self._changes: dict[str, int] = {}
         self._flushed = BatchResult()
@@ -153,7 +153,7 @@ class BufferedQueue:
             claimed, error, began = [], None, self._ctx.now()
             try:  # the claim's own instant is at or after `began`: its timeout ends no sooner
                 claimed = rounds.receive(self._ctx, self.name, wanted, self.visibility_timeout, 0)
-            except QueueError as failure:
+            except Exception as failure:  # handed to the waiting receives: none may wait forever
                 error = failure
                 log.warning("buffered receive from %r failed: %s", self.name, failure)
             ends = began + timedelta(seconds=self.visibility_timeout)
@@ -167,7 +167,9 @@ class BufferedQueue:
                 self._closed.wait(LONG_POLL_INTERVAL_SECONDS)
 
     def _claim_due(self) -> bool:
-        if self._hungry:
+        """A receive waits on an empty buffer, or half the prefetch is handed out. (A waiting
+        receive that has messages in the buffer is about to take them: no claim for it.)"""
+        if self._hungry and not self._buffer:
             return True
         return not self._drained and len(self._buffer) < self.prefetch / 2
 
@@ -209,10 +211,7 @@ class BufferedQueue:
 
     def _keep_flushing(self) -> None:
         while not self._closed.wait(self.flush_interval):
-            try:
-                self._flush_pending()
-            except QueueError as error:  # each entry's outcome is kept; a whole failure is logged
-                log.warning("flushing acknowledgements on %r failed: %s", self.name, error)
+            self._flush_pending()
 
     def _flush_pending(self) -> None:
         """Sends what is queued: one visibility batch, then one delete batch."""
@@ -221,10 +220,19 @@ class BufferedQueue:
                 deletes, self._deletes = list(self._deletes), {}
                 changes, self._changes = list(self._changes.items()), {}
             outcomes = []
-            if changes:
-                outcomes.append(rounds.change_visibility_batch(self._ctx, self.name, changes))
-            if deletes:
-                outcomes.append(rounds.delete_batch(self._ctx, self.name, deletes))
+            for sending, entries in (
+                (lambda: rounds.change_visibility_batch(self._ctx, self.name, changes), changes),
+                (lambda: rounds.delete_batch(self._ctx, self.name, deletes), deletes),
+            ):
+                if not entries:
+                    continue
+                try:
+                    outcomes.append(sending())
+                except Exception as error:  # every entry of the batch failed: flush() says so
+                    log.warning("flushing on %r failed: %s", self.name, error)
+                    code = error.code if isinstance(error, QueueError) else "InternalError"
+                    handles = [e[0] if isinstance(e, tuple) else e for e in entries]
+                    outcomes.append(BatchResult(failed=dict.fromkeys(handles, code)))
             with self._changed:
                 for outcome in outcomes:
                     self._flushed.successful.extend(outcome.successful)
