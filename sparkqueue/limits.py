@@ -42,11 +42,15 @@ QUEUE_ROWS_PER_FILE = 5_000
 COMPACTED_FILE_BYTES = 1 << 20
 CANDIDATE_SLACK = 8  # extra candidates read, so concurrent receivers pick different rows
 # The worker loop claims batches up to this size through the driver in one commit with the last
-# batch's deletes (engine/exchange.py); bigger ones are staged as receive_df claims.
+# batch's deletes (engine/statement.py); bigger ones are staged as receive_df claims.
 EXCHANGE_MAX_BATCH = 100_000
-# Up to this many rows (finished plus claimed) an exchange is one UPDATE; above it one MERGE, whose
-# join costs less than the UPDATE's long literal lists (docs/performance.md, "The worker loop").
+# Up to this many rows (retired, changed and claimed) a round's statement is one UPDATE; above it
+# one MERGE, whose join costs less than the UPDATE's long literal lists (docs/performance.md,
+# "The worker loop").
 EXCHANGE_UPDATE_MAX_ROWS = 200
+# A shared round carries the oldest waiting operations up to this many rows (an operation larger
+# than that runs alone): four worker loops at batch 10,000 share one commit.
+ROUND_MAX_ROWS = 2 * 4 * 10_000
 ATTRIBUTE_CACHE_SECONDS = 5.0  # as in SQS, attribute changes propagate within moments
 CLAIMS_KEPT = timedelta(days=1)  # receive_df results stay re-readable this long after the claim
 MOVE_HOLD = timedelta(hours=12)  # how long a marked row stays hidden if its move is interrupted

@@ -7,8 +7,14 @@ So callers do not queue for the table one by one: each hands its operation to th
 `GroupCommitter` and waits. The first caller to find no round under way leads: it takes every
 operation waiting (its own first among them), runs them as one round, gives each caller its own
 outcome and, if more have arrived meanwhile, wakes the oldest of them to lead the next round.
-No thread of its own, no timer: a lone caller runs at once, as if there were no committer, and
-callers are served in the order they arrived, so none starves.
+No thread of its own: a lone caller runs at once, as if there were no committer, and callers are
+served in the order they arrived, so none starves.
+
+One wait, short and bounded: when several callers were about during the last round (in it, or
+waiting for the next) and fewer are waiting now, the leader lingers for the others, up to a quarter of the last round's duration (at most
+LINGER_MAX_SECONDS). Callers that loop (worker loops, consumers) come back from their own work a
+moment apart; without the wait, the first back would lead a round of one and the rest the next,
+halving what each commit carries.
 
 This module knows nothing of Spark: a round is whatever `run` does with the operations.
 """
@@ -16,12 +22,16 @@ This module knows nothing of Spark: a round is whatever `run` does with the oper
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 Op = TypeVar("Op")
 Out = TypeVar("Out")
+
+LINGER_SHARE = 0.25  # of the last round's duration, a leader waits for the last round's callers
+LINGER_MAX_SECONDS = 0.5
 
 
 @dataclass(eq=False)
@@ -55,8 +65,10 @@ class GroupCommitter(Generic[Op, Out]):
     def __init__(self, take: Callable[[Sequence[Op]], int] = len) -> None:
         self._take = take
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._waiting: list[_Waiter[Op, Out]] = []
         self._leading = False
+        self._last_size, self._last_seconds = 0, 0.0  # callers around the last round, its duration
         self.rounds = 0  # rounds run so far, for tests and benchmarks
         self.carried = 0  # operations carried by those rounds
 
@@ -71,6 +83,7 @@ class GroupCommitter(Generic[Op, Out]):
             self._waiting.append(me)
             me.leads = not self._leading
             self._leading = True
+            self._arrived.notify()
         if not me.leads:
             me.woken.wait()  # until a round has run this operation, or it is this caller's turn
         if me.leads:
@@ -81,10 +94,14 @@ class GroupCommitter(Generic[Op, Out]):
 
     def _round(self, run: Callable[[list[Op]], list[Out]]) -> None:
         with self._lock:
+            expected = self._last_size
+            linger = min(LINGER_SHARE * self._last_seconds, LINGER_MAX_SECONDS)
+            self._arrived.wait_for(lambda: len(self._waiting) >= expected, timeout=linger)
             size = max(1, min(len(self._waiting), self._take([w.op for w in self._waiting])))
             batch, self._waiting = self._waiting[:size], self._waiting[size:]
             self.rounds += 1
             self.carried += len(batch)
+        began = time.monotonic()
         try:
             outcomes = run([w.op for w in batch])
             if len(outcomes) != len(batch):
@@ -95,6 +112,10 @@ class GroupCommitter(Generic[Op, Out]):
         else:
             for waiter, outcome in zip(batch, outcomes, strict=True):
                 waiter.finish(outcome, None)
+        finally:
+            with self._lock:  # the round's callers and those that came meanwhile: who is about
+                self._last_size = len(batch) + len(self._waiting)
+                self._last_seconds = time.monotonic() - began
 
     def _pass_on(self) -> None:
         """The oldest waiting caller leads the next round, or nobody leads."""

@@ -2,10 +2,12 @@
 
 Each receive, delete, visibility change, heartbeat extension and worker-loop exchange becomes an
 `Ask`; the asks that meet in one round share one commit. A round of one runs its operation's own
-statement, exactly as without a committer. A round of several on a standard queue runs
-together.py's one UPDATE, which retires, extends and claims for all of them; each caller gets its
-own `Answer`. FIFO queues take one ask per round: a FIFO claim takes whole group prefixes and fails
-as a whole, which is not to be shared with other callers' operations.
+statement, exactly as without a committer. A round of several on a standard queue (and, alone, the
+worker loop's exchange, which retires and claims at once, or an ask over EXCHANGE_UPDATE_MAX_ROWS
+rows, for which a MERGE beats long literal lists) runs together.py's one statement, which retires,
+extends and claims for all of them; each caller gets its own `Answer`. FIFO queues take one ask
+per round, by its own statement: a FIFO claim takes whole group prefixes and fails as a whole,
+which is not to be shared with other callers' operations.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ import time
 from collections.abc import Sequence
 
 from ..errors import OverLimit, ReceiptHandleIsInvalid
-from ..limits import EXCHANGE_UPDATE_MAX_ROWS, LONG_POLL_INTERVAL_SECONDS
+from ..limits import EXCHANGE_UPDATE_MAX_ROWS, LONG_POLL_INTERVAL_SECONDS, ROUND_MAX_ROWS
 from ..model import BatchResult, Message
 from ..rules import handles
 from ..rules.handles import HandleRef
 from ..store.registry import QueueRecord
-from . import acknowledge, claim, exchange, together, visibility
+from . import acknowledge, claim, together, visibility
 from .asks import Answer, Ask
 from .context import QueueContext
 from .visibility import Outcomes
@@ -36,24 +38,22 @@ def _one(asks: Sequence[Ask]) -> int:
 
 
 def _fitting(asks: Sequence[Ask]) -> int:
-    """The oldest asks whose rows fit one UPDATE (a larger ask runs alone, by its own statement)."""
+    """The oldest asks whose rows fit one round (a larger ask runs alone)."""
     rows = 0
     for taken, ask in enumerate(asks):
         rows += ask.rows
-        if rows > EXCHANGE_UPDATE_MAX_ROWS:
+        if rows > ROUND_MAX_ROWS:
             return taken
     return len(asks)
 
 
 def run_round(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]:
-    if len(asks) > 1:
+    [ask, *others] = asks
+    shared = others or (ask.retire and ask.wanted) or ask.rows > EXCHANGE_UPDATE_MAX_ROWS
+    if shared and not record.attributes.fifo:  # several callers, an exchange, or a large ask
         return together.run(ctx, record, asks)
-    [ask] = asks
     if ask.changes:
         return [Answer(changed=visibility.change(ctx, record, list(ask.changes)))]
-    if ask.retire and ask.wanted:  # the worker loop's exchange
-        turn = exchange.exchange(ctx, record, list(ask.retire), ask.wanted, ask.timeout)
-        return [Answer(claimed=turn.claimed, superseded=frozenset(turn.superseded))]
     if ask.retire:
         return [
             Answer(superseded=frozenset(acknowledge.delete_refs(ctx, record, list(ask.retire))))

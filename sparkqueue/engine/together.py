@@ -1,38 +1,29 @@
 """A shared round on a standard queue: several callers' deletes, visibility changes and claims in
-one UPDATE, one commit.
+one statement, one commit (statement.py).
 
-The statement is the worker loop's exchange (exchange.py) widened to many callers: on literal
-shards and ids, rows still holding a handle being deleted become tombstones (as the exchange
-leaves them; the redrive job drops them), rows still holding a handle being extended get their
-new visible_at, and candidates still as read are claimed, each with its caller's visibility
-timeout. When the commit's count says every row was done, every caller's operation applied;
-otherwise the table is read once per kind to tell each caller what happened to its own.
+The round reads candidates for every caller's claim at once and deals them out in the order the
+callers asked, each with its own visibility timeout. When the commit's counts say every row was
+done, every caller's operation applied; otherwise the table is read once per kind to tell each
+caller what happened to its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
-from functools import reduce
+from datetime import timedelta
 from itertools import islice
 from typing import Any
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
-
 from ..errors import OverLimit
 from ..rules import handles
-from ..store.counts import Counts
-from ..store.dml import in_list
 from ..store.registry import QueueRecord
 from .acknowledge import present
 from .asks import Answer, Ask
-from .claim import candidates, claim_values, count_in_flight, message_of, still_claimable
+from .claim import candidates, count_in_flight, message_of
 from .context import QueueContext
-from .exchange import by_kind, holding
-from .fifo import tombstone_values
 from .inflight import gauge
-from .visibility import diagnose, extension
+from .statement import RoundChanges, holding
+from .visibility import diagnose
 
 
 def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]:
@@ -68,49 +59,33 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 row.message_id: handles.issue(record.secret, token, row.shard, row.message_id)
                 for row in found
             }
-            timeouts = {
-                row.message_id: ask.timeout
+            claimed_until = {
+                row.message_id: now + timedelta(seconds=ask.timeout)
                 for ask, share in zip(asks, shares, strict=True)
                 for row in share
             }
-            kinds: list[tuple[Column, dict[str, Column]]] = []
-            if retire:
-                retiring = in_list("message_id", list(retire)) & in_list(
-                    "receipt_handle", [ref.handle for ref in retire.values()]
-                )
-                kinds.append((retiring, tombstone_values()))
-            targets: dict[str, datetime] = {}
-            if changes:
-                extending, extended, targets = extension(list(changes.values()), now)
-                kinds.append((extending, extended))
-            if found:
-                claiming = in_list("message_id", list(issued)) & still_claimable(
-                    found, now, record.attributes
-                )
-                kinds.append((claiming, _claiming(token, record, now, timeouts)))
-            retired_shards = [ref.shard for ref in retire.values()]
-            shards = retired_shards + [ref.shard for ref, _ in changes.values()]
-            shards += [row.shard for row in found]
-            counts = (
-                ctx.storage.change(
-                    record.location,
-                    in_list("shard", shards) & reduce(Column.__or__, [rows for rows, _ in kinds]),
-                    ("shard", "message_id"),
-                    by_kind(kinds),
-                )
-                if kinds
-                else Counts(known=True)
+            changing = list(changes.values())
+            writes = RoundChanges(
+                ctx,
+                record,
+                now,
+                retire=list(retire.values()),
+                changes=changing,
+                found=found,
+                issued=issued,
+                claimed_until=claimed_until,
+                token=token,
             )
-            if counts.all_of(len(retire) + len(changes) + len(found)):
+            if writes.commit():
                 won, superseded = set(issued), set()
                 changed = {handle: None for handle in changes}
             else:  # someone else came first somewhere: the table says who holds what
                 won = set(holding(ctx, record, issued)) if found else set()
                 ids = list(retire)
-                superseded = present(ctx, record, retired_shards, ids) if ids else set()
-                changed = (
-                    diagnose(ctx, record, list(changes.values()), now, targets) if changes else {}
-                )
+                shards = [ref.shard for ref in retire.values()]
+                superseded = present(ctx, record, shards, ids) if ids else set()
+                targets = {ref.handle: now + timedelta(seconds=s) for ref, s in changing}
+                changed = diagnose(ctx, record, changing, now, targets) if changes else {}
         finally:
             if granted:
                 in_flight.settle(granted, len(won))
@@ -138,27 +113,3 @@ def _shares(found: list[Any], wants: list[int], granted: int) -> list[list[Any]]
     for want in wants:
         shares.append(list(islice(rows, want)))
     return shares
-
-
-def _claiming(
-    token: str, record: QueueRecord, now: datetime, timeouts: dict[str, int]
-) -> dict[str, Column]:
-    """What a claimed row is set to: the new handle, and its own caller's visibility timeout."""
-    by_timeout: dict[int, list[str]] = {}
-    for message_id, seconds in timeouts.items():
-        by_timeout.setdefault(seconds, []).append(message_id)
-    visible_at = F.lit(None).cast("timestamp")  # never kept: every claimed row has a timeout
-    for seconds, ids in by_timeout.items():
-        at = F.lit(now + timedelta(seconds=seconds))
-        visible_at = (
-            at
-            if len(by_timeout) == 1
-            else F.when(in_list("message_id", ids), at).otherwise(visible_at)
-        )
-    return {
-        **claim_values(now, now),
-        "visible_at": visible_at,
-        "receipt_handle": handles.issue_column(
-            record.secret, token, F.col("shard"), F.col("message_id")
-        ),
-    }

@@ -46,14 +46,19 @@ def extension(
     visible_at; and each handle's target time (to tell afterwards what applied)."""
     targets = {ref.handle: now + timedelta(seconds=seconds) for ref, seconds in entries}
     visible_at = _per_handle(targets)
-    ceiling = F.unix_micros(visible_at) - F.unix_micros("handle_issued_at")
     rows = (
         in_list("message_id", [ref.message_id for ref, _ in entries])
         & in_list("receipt_handle", list(targets))
         & (F.col("visible_at") > F.lit(now))
-        & (ceiling <= MAX_VISIBILITY_SECONDS * 1_000_000)
+        & within_ceiling(visible_at, F.col("handle_issued_at"))
     )
     return rows, {"visible_at": visible_at}, targets
+
+
+def within_ceiling(visible_at: Column, handle_issued_at: Column) -> Column:
+    """A new visible_at may be at most 12 hours after the receive that issued the handle."""
+    ceiling = F.unix_micros(visible_at) - F.unix_micros(handle_issued_at)
+    return ceiling <= MAX_VISIBILITY_SECONDS * 1_000_000
 
 
 def change(

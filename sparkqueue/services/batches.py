@@ -1,8 +1,9 @@
 """The worker loop's Spark side over one queue.
 
-On a standard queue each batch is claimed by `exchange.exchange`, in the commit that deletes the
-last batch, and handed to the handler as a DataFrame of the claimed rows held by the driver (it
-never claims again however often it is evaluated). FIFO queues and batches over
+On a standard queue each batch is claimed in the commit that deletes the last batch (one ask to
+the group committer, so the loops of one driver share their commits: engine/rounds.py), and handed
+to the handler as a DataFrame of the claimed rows held by the driver (it never claims again
+however often it is evaluated). FIFO queues and batches over
 EXCHANGE_MAX_BATCH are `receive_df` claims, and the finished batch is deleted before: by its
 claim when the whole batch succeeded (see engine/ranges.py).
 """

@@ -6,6 +6,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from sparkqueue import Broker, spark_session
+from sparkqueue.engine import statement as statement_module
 from sparkqueue.testing import FakeClock
 
 
@@ -29,3 +30,11 @@ def broker(spark: SparkSession, tmp_path, clock: FakeClock) -> Broker:
 @pytest.fixture
 def queue(broker: Broker):
     return broker.create_queue("work")
+
+
+@pytest.fixture(params=["update", "merge"])
+def statement(request, monkeypatch) -> str:
+    """Both ways a round commits: one UPDATE (small rounds) and one MERGE (larger ones)."""
+    if request.param == "merge":
+        monkeypatch.setattr(statement_module, "EXCHANGE_UPDATE_MAX_ROWS", 0)
+    return request.param

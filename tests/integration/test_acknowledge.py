@@ -51,16 +51,15 @@ def test_the_handle_of_an_expired_but_unclaimed_receive_still_deletes(queue, hel
     assert queue.receive() == []
 
 
-@pytest.mark.parametrize(
-    "handle",
-    ["", "garbage", "0.abc.def.ghi", "'; DELETE FROM t; --", "1.x\n2", None, 42],
-)
-def test_malformed_handles_are_rejected(queue, held, handle):
-    with pytest.raises(ReceiptHandleIsInvalid):
-        queue.delete(handle)
-    with pytest.raises(ReceiptHandleIsInvalid):
-        queue.change_visibility(handle, 10)
-    assert queue.stats().in_flight == 1
+def test_malformed_handles_are_rejected(queue, held):
+    for handle in ["", "garbage", "0.abc.def.ghi", "'; DELETE FROM t; --", "1.x\n2", None, 42]:
+        with pytest.raises(ReceiptHandleIsInvalid):
+            queue.delete(handle)
+            pytest.fail(f"delete accepted handle {handle!r}")
+        with pytest.raises(ReceiptHandleIsInvalid):
+            queue.change_visibility(handle, 10)
+            pytest.fail(f"change_visibility accepted handle {handle!r}")
+    assert queue.stats().in_flight == 1  # the held message was left alone
 
 
 def test_a_forged_or_foreign_handle_is_rejected(broker, queue, held):

@@ -1,4 +1,5 @@
-"""Concurrency: threads and OS processes on one queue lose nothing and deliver nothing twice."""
+"""Concurrency: threads on one queue lose nothing and deliver nothing twice; `share_with_a_child`
+is the same check for two OS processes (test_catalog; test_chaos kills processes on a local root)."""
 
 from __future__ import annotations
 
@@ -81,24 +82,6 @@ def share_the_queue(queue, tag: str) -> dict[str, list[str]]:
             queue.delete(m.receipt_handle)
     _consume(queue, received, batch=3, until=lambda: True)
     return {"sent": sent, "received": received}
-
-
-CHILD = """
-import json, pathlib, sys
-from sparkqueue import Broker, spark_session
-from tests.integration.test_concurrency import share_the_queue
-
-root, out, ready = sys.argv[1:4]
-queue = Broker(spark_session(), root).get_queue("shared")
-pathlib.Path(ready).touch()  # warm and ready: the parent starts its own part now
-json.dump(share_the_queue(queue, "child"), open(out, "w"))
-"""
-
-
-def test_two_processes_share_a_local_root_safely(broker, tmp_path):
-    """This process and a child process work one queue at the same time."""
-    queue = broker.create_queue("shared")
-    share_with_a_child(queue, CHILD, [broker.root], tmp_path)
 
 
 def share_with_a_child(queue, code: str, args: list[str], folder: Path) -> None:

@@ -1,14 +1,15 @@
-"""The worker loop's exchange: the finished batch settled and the next claimed, in one commit."""
+"""The worker loop's exchange: the finished batch settled and the next claimed, in one commit
+(a round of one ask through the group committer; both statements, by the `statement` fixture)."""
 
 from __future__ import annotations
 
-import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
-from sparkqueue.engine import exchange as exchange_module
+from sparkqueue.engine import together
+from sparkqueue.engine.asks import Answer
 from sparkqueue.engine.conditions import is_message
-from sparkqueue.engine.exchange import exchange
+from sparkqueue.engine.rounds import settle_and_claim
 from sparkqueue.rules import handles
 from tests.integration.helpers import queue_table
 
@@ -18,12 +19,9 @@ def refs(queue, messages):
     return [handles.parse(secret, m.receipt_handle) for m in messages]
 
 
-@pytest.fixture(params=["update", "merge"])
-def statement(request, monkeypatch) -> str:
-    """Both ways an exchange commits: one UPDATE (small batches) and one MERGE (larger ones)."""
-    if request.param == "merge":
-        monkeypatch.setattr(exchange_module, "EXCHANGE_UPDATE_MAX_ROWS", 0)
-    return request.param
+def exchange(queue, finished, wanted: int, timeout: int) -> Answer:
+    ctx = queue._ctx.quick
+    return settle_and_claim(ctx, ctx.record(queue.name), refs(queue, finished), wanted, timeout)
 
 
 def version(spark, queue) -> int:
@@ -35,14 +33,13 @@ def test_one_commit_settles_the_finished_batch_and_claims_the_next(
     broker, spark, queue, clock, statement
 ):
     queue.send_batch(["a", "b", "c", "d"])
-    ctx, record = queue._ctx.quick, queue._ctx.record(queue.name)
-    first = exchange(ctx, record, [], 2, 60)
+    first = exchange(queue, [], 2, 60)
     before = version(spark, queue)
 
-    second = exchange(ctx, record, refs(queue, first.claimed), 2, 60)
+    second = exchange(queue, first.claimed, 2, 60)
 
     assert version(spark, queue) == before + 1
-    assert second.superseded == set()
+    assert second.superseded == frozenset()
     assert {m.body for m in first.claimed + second.claimed} == {"a", "b", "c", "d"}
     left = queue_table(queue).where(is_message()).collect()
     assert {(r.message_id, r.receipt_handle) for r in left} == {
@@ -60,12 +57,11 @@ def test_one_commit_settles_the_finished_batch_and_claims_the_next(
 
 def test_a_superseded_handle_is_reported_and_the_rest_still_happens(queue, clock, statement):
     queue.send_batch(["a", "b"])
-    ctx, record = queue._ctx.quick, queue._ctx.record(queue.name)
-    held = exchange(ctx, record, [], 2, 30).claimed
+    held = exchange(queue, [], 2, 30).claimed
     clock.advance(31)  # both come back, and another receiver takes one of them again
     [again] = queue.receive(1, visibility_timeout=300)
 
-    turn = exchange(ctx, record, refs(queue, held), 5, 300)
+    turn = exchange(queue, held, 5, 300)
 
     assert turn.superseded == {again.message_id}
     assert turn.claimed == []  # the other one was finished: retired, not claimed again
@@ -76,9 +72,10 @@ def test_a_superseded_handle_is_reported_and_the_rest_still_happens(queue, clock
 def test_candidates_won_by_another_receiver_are_left_out(queue, monkeypatch, statement):
     """Another driver (on object storage nothing serialises the two) claims a candidate between
     this exchange's read and its commit: the commit skips it and the exchange returns the rest."""
-    queue.send_batch(["a", "b"])
+    queue.send_batch(["a", "b", "c"])
     ctx, record = queue._ctx.quick, queue._ctx.record(queue.name)
-    real = exchange_module.candidates
+    held = exchange(queue, [], 1, 300).claimed
+    real = together.candidates
     stolen = []
 
     def raced(*args):
@@ -93,11 +90,13 @@ def test_candidates_won_by_another_receiver_are_left_out(queue, monkeypatch, sta
             )
         return found
 
-    monkeypatch.setattr(exchange_module, "candidates", raced)
-    turn = exchange(ctx, record, [], 10, 300)
+    monkeypatch.setattr(together, "candidates", raced)
+    turn = exchange(queue, held, 10, 300)
 
+    assert turn.superseded == frozenset()  # the finished message was deleted all the same
     assert len(turn.claimed) == 1 and turn.claimed[0].message_id != stolen[0]
-    holders = {r.message_id: r.receipt_handle for r in queue_table(queue).collect()}
+    left = queue_table(queue).where(is_message()).collect()
+    holders = {r.message_id: r.receipt_handle for r in left}
     assert holders == {
         stolen[0]: "theirs",
         turn.claimed[0].message_id: turn.claimed[0].receipt_handle,

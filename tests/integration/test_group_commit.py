@@ -20,7 +20,7 @@ def parsed(queue, messages):
     return [handles.parse(record.secret, m.receipt_handle) for m in messages]
 
 
-def test_one_round_deletes_extends_and_claims_for_several_callers(broker, clock):
+def test_one_round_deletes_extends_and_claims_for_several_callers(broker, clock, statement):
     queue = broker.create_queue("shared", visibility_timeout=30)
     queue.send_batch([f"m{i}" for i in range(8)])
     deleting, extending, superseded = queue.receive(3, visibility_timeout=10)
@@ -58,6 +58,27 @@ def test_one_round_deletes_extends_and_claims_for_several_callers(broker, clock)
     assert {m.message_id for m in again} == {m.message_id for m in long_}
     clock.advance(50)  # 101 s after the round: the extension ran out too
     assert [m.message_id for m in queue.receive(10)] == [extending.message_id]
+
+
+def test_a_message_deleted_and_extended_in_one_round_is_deleted(broker, statement):
+    """Two callers name one message (a MERGE cannot meet one row twice: the round takes the
+    UPDATE): the delete applies, the extension reports the message gone."""
+    queue = broker.create_queue("both", visibility_timeout=30)
+    queue.send_batch(["a", "b"])
+    [held] = queue.receive(1)
+    [ref] = parsed(queue, [held])
+    ctx = queue._ctx.quick
+    deleted, extended, claimed = together.run(
+        ctx,
+        ctx.record(queue.name),
+        [Ask(retire=(ref,)), Ask(changes=((ref, 100),)), Ask(wanted=5, timeout=30)],
+    )
+
+    assert deleted.superseded == frozenset()
+    error = extended.changed[ref.handle]
+    assert error is not None and error.code == "ReceiptHandleIsInvalid"
+    assert [m.body for m in claimed.claimed] == [{"a": "b", "b": "a"}[held.body]]
+    assert queue.stats().visible == 0 and queue.stats().in_flight == 1
 
 
 def test_eight_threads_mixing_operations_share_commits_and_lose_nothing(broker):

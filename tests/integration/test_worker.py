@@ -174,9 +174,10 @@ def test_write_once_quotes_its_key_and_refuses_one_it_cannot(broker, spark, tmp_
     assert not (tmp_path / "odd").exists()
 
 
-def test_two_worker_loops_on_threads_deliver_each_message_once(queue):
-    """Concurrent exchanges (each deleting its last batch while claiming the next) on one queue."""
-    sent = set(queue.send_batch([f"job {i}" for i in range(30)]))
+def test_four_worker_loops_on_threads_share_commits_and_deliver_each_message_once(queue, statement):
+    """Concurrent exchanges (each deleting its last batch while claiming the next) on one queue,
+    sharing rounds of the group committer."""
+    sent = set(queue.send_batch([f"job {i}" for i in range(40)]))
     seen: list[str] = []
     lock = threading.Lock()
 
@@ -189,10 +190,12 @@ def test_two_worker_loops_on_threads_deliver_each_message_once(queue):
             handler, batch_size=4, visibility_timeout=3600, max_empty_polls=1, poll_interval=0
         )
 
-    run_threads([loop, loop])
+    run_threads([loop] * 4)
 
     assert sorted(seen) == sorted(sent)  # every message once: none lost, none twice
     assert queue.stats().visible + queue.stats().in_flight == 0  # every batch was deleted
+    [committer] = queue._ctx.commits._by_table.values()
+    assert committer.carried > committer.rounds  # some rounds carried several loops' exchanges
 
 
 def test_batches_too_big_to_exchange_are_deleted_by_their_claim(queue, spark, monkeypatch):

@@ -68,6 +68,41 @@ def test_concurrent_callers_share_rounds_and_each_gets_its_own_outcome():
     assert (committer.rounds, committer.carried) == (len(rounds.carried), 40)
 
 
+def loops(committer: GroupCommitter, run, callers: int, turns: int, work: float) -> None:
+    """`callers` threads that each submit `turns` times, doing `work` seconds of their own
+    between submits, each a little slower than the one before (as loops building their batch)."""
+
+    def loop(caller: int) -> None:
+        for turn in range(turns):
+            committer.submit(caller * 100 + turn, run)
+            time.sleep(work * (1 + caller / callers))
+
+    threads = [threading.Thread(target=loop, args=(caller,)) for caller in range(callers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+
+def test_a_leader_lingers_for_the_callers_of_the_last_round():
+    """Four loops whose work between submits is shorter than a quarter of a round: they come
+    back a moment apart, and the rounds carry all four (without the wait, rounds of 1 and 3
+    would alternate: 8 rounds or more)."""
+    rounds, committer = Rounds(0.4), GroupCommitter()
+    loops(committer, rounds, callers=4, turns=4, work=0.01)
+    sizes = [len(ops) for ops in rounds.carried]
+    assert sum(sizes) == 16 and len(sizes) <= 5 and sizes.count(4) >= 3, sizes
+
+
+def test_a_leader_lingers_no_longer_than_a_share_of_the_last_round():
+    """Callers slower than the linger: the leader goes without them (a round of one here takes
+    the first arrival alone), so an absent caller never holds the others up for long."""
+    rounds, committer = Rounds(0.04), GroupCommitter()  # linger: at most 10 ms
+    loops(committer, rounds, callers=2, turns=3, work=0.1)
+    assert max(len(ops) for ops in rounds.carried[1:]) == 1
+    assert committer.carried == 6
+
+
 def test_callers_are_served_in_the_order_they_arrived():
     rounds, committer = Rounds(), GroupCommitter()
     run_callers(committer, rounds, list(range(30)))

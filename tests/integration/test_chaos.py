@@ -1,0 +1,29 @@
+"""The chaos run, short: buffered consumers and the redrive job as OS processes with JVMs of their
+own, killed with SIGKILL at random moments and started again, while a producer sends; afterwards
+every message sent is accounted for and none was handed out twice within its visibility window.
+The long run is the benchmark's `--only chaos` scenario."""
+
+from __future__ import annotations
+
+from sparkqueue.bench.chaos import run_chaos
+
+
+def test_killed_consumers_and_redrive_jobs_lose_nothing_and_deliver_nothing_too_soon(
+    spark, tmp_path
+):
+    report = run_chaos(
+        spark,
+        str(tmp_path / "root"),
+        tmp_path / "records",
+        seconds=75,
+        consumers=2,
+        messages=120,
+        kill_every=(6.0, 12.0),
+        seed=14,
+    )
+
+    assert report.kills >= 3, report  # consumers and the job in turn, each once it was up
+    assert report.sent == 120
+    assert report.lost == [] and report.unsent == [] and report.too_soon == [], report
+    assert report.deleted + report.left == report.sent
+    assert report.deleted > 0 and report.delivered >= report.deleted
