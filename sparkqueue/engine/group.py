@@ -11,10 +11,10 @@ No thread of its own: a lone caller runs at once, as if there were no committer,
 served in the order they arrived, so none starves.
 
 One wait, short and bounded: when several callers were about during the last round (in it, or
-waiting for the next) and fewer are waiting now, the leader lingers for the others, up to a quarter of the last round's duration (at most
-LINGER_MAX_SECONDS). Callers that loop (worker loops, consumers) come back from their own work a
-moment apart; without the wait, the first back would lead a round of one and the rest the next,
-halving what each commit carries.
+waiting for the next) and fewer are waiting now, the leader lingers for the others, up to a
+quarter of the last round's duration (at most LINGER_MAX_SECONDS). Callers that loop (worker
+loops, consumers) come back from their own work a moment apart; without the wait, the first back
+would lead a round of one and the rest the next, halving what each commit carries.
 
 This module knows nothing of Spark: a round is whatever `run` does with the operations.
 """
