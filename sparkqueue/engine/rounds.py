@@ -49,7 +49,10 @@ def _fitting(asks: Sequence[Ask]) -> int:
 
 def run_round(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]:
     [ask, *others] = asks
-    shared = others or (ask.retire and ask.wanted) or ask.rows > EXCHANGE_UPDATE_MAX_ROWS
+    exchange = bool(ask.retire and ask.wanted)
+    if record.attributes.fifo and exchange:
+        raise ValueError("the exchange is for standard queues: a FIFO claim takes whole groups")
+    shared = others or exchange or ask.rows > EXCHANGE_UPDATE_MAX_ROWS
     if shared and not record.attributes.fifo:  # several callers, an exchange, or a large ask
         return together.run(ctx, record, asks)
     if ask.changes:

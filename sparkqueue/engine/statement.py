@@ -35,7 +35,7 @@ from .claim import claim_values, keyed_merge, still_claimable
 from .conditions import claimable
 from .context import QueueContext
 from .fifo import tombstone_values
-from .visibility import extension, within_ceiling
+from .visibility import extension, new_times, within_ceiling
 
 _RETIRE, _CHANGE, _CLAIM = "retire", "change", "claim"
 _SOURCE = (
@@ -121,13 +121,13 @@ class RoundChanges:
     def _rows(self) -> list[tuple[Any, ...]]:
         """The MERGE's source: each row, what is done to it, and the handle it must (or will)
         hold; a change's and a claim's new visible_at as exact epoch microseconds."""
-        now_us = to_micros(self.now)
+        until = new_times(self.changes, self.now)
         rows: list[tuple[Any, ...]] = [
             (_RETIRE, ref.shard, ref.message_id, ref.handle, None, None) for ref in self.retire
         ]
         rows += [
-            (_CHANGE, ref.shard, ref.message_id, ref.handle, None, now_us + seconds * 1_000_000)
-            for ref, seconds in self.changes
+            (_CHANGE, ref.shard, ref.message_id, ref.handle, None, to_micros(until[ref.handle]))
+            for ref, _ in self.changes
         ]
         rows += [
             (

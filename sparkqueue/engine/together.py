@@ -84,8 +84,7 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 ids = list(retire)
                 shards = [ref.shard for ref in retire.values()]
                 superseded = present(ctx, record, shards, ids) if ids else set()
-                targets = {ref.handle: now + timedelta(seconds=s) for ref, s in changing}
-                changed = diagnose(ctx, record, changing, now, targets) if changes else {}
+                changed = diagnose(ctx, record, changing, now) if changes else {}
         finally:
             if granted:
                 in_flight.settle(granted, len(won))

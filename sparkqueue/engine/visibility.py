@@ -44,7 +44,7 @@ def extension(
     """What a visibility change updates and how: the rows still holding these handles, in flight,
     whose new time stays within 12 hours of the receive that issued the handle; their new
     visible_at; and each handle's target time (to tell afterwards what applied)."""
-    targets = {ref.handle: now + timedelta(seconds=seconds) for ref, seconds in entries}
+    targets = new_times(entries, now)
     visible_at = _per_handle(targets)
     rows = (
         in_list("message_id", [ref.message_id for ref, _ in entries])
@@ -53,6 +53,11 @@ def extension(
         & within_ceiling(visible_at, F.col("handle_issued_at"))
     )
     return rows, {"visible_at": visible_at}, targets
+
+
+def new_times(entries: list[tuple[HandleRef, int]], now: datetime) -> dict[str, datetime]:
+    """Each handle's new visible_at: `now` plus its seconds."""
+    return {ref.handle: now + timedelta(seconds=seconds) for ref, seconds in entries}
 
 
 def within_ceiling(visible_at: Column, handle_issued_at: Column) -> Column:
@@ -74,7 +79,7 @@ def change(
         counts = ctx.storage.change(record.location, shards & rows, ("shard", "message_id"), values)
         if counts.all_of(len(targets)):
             return {ref.handle: None for ref, _ in entries}
-        return diagnose(ctx, record, entries, now, targets)
+        return diagnose(ctx, record, entries, now)
 
     return ctx.storage.transact(record.location, attempt, f"changing visibility on {record.name!r}")
 
@@ -97,9 +102,9 @@ def diagnose(
     record: QueueRecord,
     entries: list[tuple[HandleRef, int]],
     now: datetime,
-    targets: dict[str, datetime],
 ) -> Outcomes:
     """Says, per entry, why a visibility change did not apply (or that it did after all)."""
+    targets = new_times(entries, now)
     rows = {
         row.message_id: row
         for row in ctx.read(record)
