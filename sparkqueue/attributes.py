@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidParameterValue
@@ -18,6 +18,7 @@ from .limits import (
     MAX_RETENTION_SECONDS,
     MAX_SHARDS,
     MAX_VISIBILITY_SECONDS,
+    MAX_WAIT_SECONDS,
     MIN_MESSAGE_BYTES,
     MIN_RETENTION_SECONDS,
 )
@@ -30,8 +31,12 @@ RANGES: dict[str, tuple[int, int]] = {
     "max_message_bytes": (MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES),
     "max_receive_count": (1, MAX_RECEIVE_COUNT),
     "shards": (1, MAX_SHARDS),
+    "receive_wait_time_seconds": (0, MAX_WAIT_SECONDS),
 }
-IMMUTABLE = frozenset({"fifo", "shards"})
+IMMUTABLE = frozenset({"fifo", "shards", "created_at"})
+MAX_TAGS = 50
+MAX_TAG_KEY_LENGTH = 128
+MAX_TAG_VALUE_LENGTH = 256
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,15 @@ class QueueAttributes:
     fifo: bool = False
     content_based_deduplication: bool = False
     shards: int = DEFAULT_SHARDS
+    # How long a receive over the SQS endpoint waits when it names no WaitTimeSeconds (SQS's
+    # ReceiveMessageWaitTimeSeconds); `Queue.receive` takes its wait as an argument.
+    receive_wait_time_seconds: int = 0
+    # Which queues may use this one as their dead-letter queue: SQS's RedriveAllowPolicy JSON.
+    redrive_allow_policy: str | None = None
+    # Labels and timestamps, as SQS keeps them with a queue; `create_queue` compares none of them.
+    tags: dict[str, str] = field(default_factory=dict, compare=False)
+    created_at: float = field(default=0.0, compare=False)  # epoch seconds
+    modified_at: float = field(default=0.0, compare=False)
 
     def __post_init__(self) -> None:
         for name, (low, high) in RANGES.items():
@@ -64,6 +78,9 @@ class QueueAttributes:
             check_queue_name(self.dead_letter_queue)
         if self.content_based_deduplication and not self.fifo:
             raise InvalidParameterValue("content_based_deduplication applies to FIFO queues only")
+        if self.redrive_allow_policy is not None and not isinstance(self.redrive_allow_policy, str):
+            raise InvalidParameterValue("redrive_allow_policy must be a JSON str or None")
+        _check_tags(self.tags)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -93,5 +110,24 @@ class QueueAttributes:
 
     def difference(self, wanted: QueueAttributes) -> str:
         """What differs from `wanted`, for QueueAlreadyExists messages."""
+        compared = [f.name for f in dataclasses.fields(self) if f.compare]
         have, want = self.as_dict(), wanted.as_dict()
-        return ", ".join(f"{k}={have[k]!r} (asked {want[k]!r})" for k in have if have[k] != want[k])
+        return ", ".join(
+            f"{k}={have[k]!r} (asked {want[k]!r})" for k in compared if have[k] != want[k]
+        )
+
+
+def _check_tags(tags: object) -> None:
+    """SQS's tag rules: up to 50, keys of 1-128 and values of up to 256 characters."""
+    if not isinstance(tags, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in tags.items()
+    ):
+        raise InvalidParameterValue("tags must be a dict of str keys to str values")
+    if len(tags) > MAX_TAGS:
+        raise InvalidParameterValue(f"a queue may carry at most {MAX_TAGS} tags, got {len(tags)}")
+    for key, value in tags.items():
+        if not 1 <= len(key) <= MAX_TAG_KEY_LENGTH or len(value) > MAX_TAG_VALUE_LENGTH:
+            raise InvalidParameterValue(
+                f"tag {key[:40]!r}: keys are 1 to {MAX_TAG_KEY_LENGTH} characters, values at most"
+                f" {MAX_TAG_VALUE_LENGTH}"
+            )

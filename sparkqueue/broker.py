@@ -103,8 +103,12 @@ class Broker:
         fifo: bool = False,
         content_based_deduplication: bool = False,
         shards: int = DEFAULT_SHARDS,
+        receive_wait_time_seconds: int = 0,
+        redrive_allow_policy: str | None = None,
+        tags: dict[str, str] | None = None,
     ) -> Queue:
-        """Creates a queue, or returns it when it exists with exactly these attributes."""
+        """Creates a queue, or returns it when it exists with exactly these attributes (tags are
+        not compared, as in SQS)."""
         check_queue_name(name, fifo=fifo if isinstance(fifo, bool) else None)
         attributes = QueueAttributes(
             visibility_timeout=visibility_timeout,
@@ -116,6 +120,9 @@ class Broker:
             fifo=fifo,
             content_based_deduplication=content_based_deduplication,
             shards=shards,
+            receive_wait_time_seconds=receive_wait_time_seconds,
+            redrive_allow_policy=redrive_allow_policy,
+            tags={} if tags is None else tags,
         )
         lifecycle.create_queue(self.context.quick, name, attributes)
         return Queue(self.context, name)

@@ -20,6 +20,9 @@ MAX_ID_LENGTH = 128  # group and deduplication ids
 MAX_RECEIVE = 10_000  # receive(max_messages=...)
 MAX_RECEIVE_DF = 10_000_000  # receive_df, peek_df, start_message_move
 MAX_WAIT_SECONDS = 20
+# The SQS endpoint refuses larger request bodies unread: a batch of messages at the size limit,
+# with room for the JSON or form encoding's escapes.
+MAX_REQUEST_BYTES = 4 * MAX_MESSAGE_BYTES
 IN_FLIGHT_LIMITS = {False: 120_000, True: 20_000}  # standard, FIFO
 DEDUPLICATION_WINDOW = timedelta(minutes=5)
 

@@ -20,6 +20,8 @@ class Message:
     group_id: str | None = None
     deduplication_id: str | None = None
     sequence_number: int | None = None
+    # SQS DataTypes of attributes that are not plain strings ("Number", "Binary", "String.x", ...)
+    attribute_types: dict[str, str] = field(default_factory=dict)
 
 
 MESSAGE_FIELDS = tuple(Message.__dataclass_fields__)

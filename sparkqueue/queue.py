@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame
 from .engine import acknowledge, claim_df, inspect, lifecycle, rounds, send
 from .engine.context import QueueContext
 from .engine.moves import Mover
-from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist
+from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist, QueueError
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
 from .model import BatchResult, ConsumeReport, Message, QueueStats
 from .rules.checks import (
@@ -47,6 +47,7 @@ class Queue:
 
     def set_attributes(self, **changes: Any) -> None:
         """Changes settings for later operations; messages already in flight keep their timeouts."""
+        changes = {**changes, "modified_at": self._ctx.now().timestamp()}
         updated = self._ctx.record(self.name, fresh=True).attributes.changed(changes)
         lifecycle.check_dead_letter_queue(self._ctx, self.name, updated)
         if not self._ctx.registry.update_attributes(self.name, updated):
@@ -62,14 +63,19 @@ class Queue:
         attributes: dict[str, str] | None = None,
         group_id: str | None = None,
         deduplication_id: str | None = None,
+        attribute_types: dict[str, str] | None = None,
     ) -> str:
-        """Sends one message; returns its id (a FIFO duplicate: the id of the one it repeats)."""
+        """Sends one message; returns its id (a FIFO duplicate: the id of the one it repeats).
+
+        `attribute_types` gives SQS DataTypes ("Number", "Binary", "String.label", ...) to some
+        attributes, as SQS clients see them through the endpoint; the rest are plain strings."""
         entry = {
             "body": body,
             "delay_seconds": delay_seconds,
             "attributes": attributes,
             "group_id": group_id,
             "deduplication_id": deduplication_id,
+            "attribute_types": attribute_types,
         }
         ctx = self._ctx.quick
         record = ctx.record(self.name)
@@ -77,18 +83,39 @@ class Queue:
 
     def send_batch(self, entries: Sequence[str | dict[str, Any]]) -> list[str]:
         """Sends every entry in one commit, or none of them if any entry is invalid."""
-        entries = check_list("send_batch", entries, "bodies or entry dicts")
+        outcomes = self._checked("send_batch", entries)
+        for index, outcome in enumerate(outcomes):
+            if isinstance(outcome, InvalidParameterValue):
+                raise type(outcome)(f"entry {index}: {outcome.message}")
+        return self._send_valid(outcomes)  # type: ignore[return-value]
+
+    def send_each(self, entries: Sequence[str | dict[str, Any]]) -> list[str | QueueError]:
+        """Sends the valid entries in one commit; per entry its message id, or the error that
+        kept it out (SQS's SendMessageBatch: one bad entry does not fail the others)."""
+        return self._send_valid(self._checked("send_each", entries))
+
+    def _checked(
+        self, what: str, entries: Sequence[str | dict[str, Any]]
+    ) -> list[send.SendEntry | InvalidParameterValue]:
+        entries = check_list(what, entries, "bodies or entry dicts")
         if not entries:
-            raise EmptyBatchRequest("send_batch needs at least one entry")
-        ctx = self._ctx.quick
-        record = ctx.record(self.name)
-        normalized = []
-        for index, entry in enumerate(entries):
+            raise EmptyBatchRequest(f"{what} needs at least one entry")
+        attributes = self._ctx.record(self.name).attributes
+        outcomes: list[send.SendEntry | InvalidParameterValue] = []
+        for entry in entries:
             try:
-                normalized.append(send.normalize_entry(entry, record.attributes))
+                outcomes.append(send.normalize_entry(entry, attributes))
             except InvalidParameterValue as error:
-                raise type(error)(f"entry {index}: {error.message}") from None
-        return send.send_entries(ctx, record, normalized)
+                outcomes.append(error)
+        return outcomes
+
+    def _send_valid(
+        self, outcomes: list[send.SendEntry | InvalidParameterValue]
+    ) -> list[str | QueueError]:
+        ctx = self._ctx.quick
+        valid = [o for o in outcomes if isinstance(o, send.SendEntry)]
+        ids = iter(send.send_entries(ctx, ctx.record(self.name), valid) if valid else [])
+        return [next(ids) if isinstance(o, send.SendEntry) else o for o in outcomes]
 
     def send_df(
         self,

@@ -70,6 +70,20 @@ def table(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 ">= 500 msg/s (0 / 0)",
             ),
         ]
+    if "endpoint" in results:
+        for key, figures in results["endpoint"].items():
+            clients = key.removeprefix("clients_")
+            rows.append(
+                (
+                    f"SQS endpoint, {clients} boto3 client(s): send / receive / delete p50",
+                    " / ".join(
+                        f"{figures.get(f'{op}_p50_ms', 0):.0f}"
+                        for op in ("send", "receive", "delete")
+                    )
+                    + f" ms; {figures['messages_per_s']:.1f} msg/s",
+                    "(measured)",
+                )
+            )
     if "chaos" in results:
         chaos = results["chaos"]
         problems = len(chaos["lost"]) + len(chaos["unsent"]) + len(chaos["too_soon"])

@@ -39,6 +39,7 @@ class Sizes:
     prefetch: int = 1_000  # the buffered client's, in the buffered scenario
     chaos_seconds: float = 600.0  # chaos: only with --only chaos (it starts OS processes)
     chaos_messages: int = 3_000
+    endpoint_seconds: float = 30.0  # each of 1 and 8 boto3 clients on the SQS endpoint
 
 
 SMOKE = Sizes(
@@ -54,6 +55,7 @@ SMOKE = Sizes(
     worker_seconds=1.0,
     worker_batches="10",
     prefetch=20,
+    endpoint_seconds=2.0,
 )
 
 
@@ -246,18 +248,25 @@ def _loops(queue: Any, batch: int, workers: int, seconds: float) -> list[Any]:
             queue.consume(lambda frame: None, batch_size=batch, stop=stop, poll_interval=0)
         )
 
-    threads = [threading.Thread(target=loop) for _ in range(workers)]
+    during_window([loop] * workers, seconds, stop)
+    return reports
+
+
+def during_window(
+    loops: Sequence[Callable[[], None]], seconds: float, stop: threading.Event
+) -> None:
+    """Runs each loop on a thread of its own for `seconds`, then sets `stop` and waits for them."""
+    threads = [threading.Thread(target=loop) for loop in loops]
     for thread in threads:
         thread.start()
     time.sleep(seconds)  # the measurement window
     stop.set()
     for thread in threads:
         thread.join()
-    return reports
 
 
 WORKERS = 4  # the worker scenario's "many workers in one driver"
-SCENARIOS = ("bulk", "latency", "load", "buffered", "redrive", "worker", "chaos")
+SCENARIOS = ("bulk", "latency", "load", "buffered", "redrive", "worker", "endpoint", "chaos")
 DEFAULT_SCENARIOS = SCENARIOS[:-1]  # chaos runs when named: it kills processes for minutes
 
 
@@ -285,6 +294,10 @@ def run(
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
     if "worker" in scenarios:
         results["worker"] = worker(broker, sizes)
+    if "endpoint" in scenarios:
+        from .endpoint import endpoint_load  # needs boto3, from the dev extra
+
+        results["endpoint"] = endpoint_load(broker, sizes.endpoint_seconds)
     if "chaos" in scenarios:
         from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main
 

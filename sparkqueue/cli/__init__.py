@@ -1,6 +1,6 @@
 """The `sparkqueue` console script (see docs/cli.md)."""
 
-from . import commands, operations  # noqa: F401 - each module registers its commands
+from . import commands, operations, serve  # noqa: F401 - each module registers its commands
 from .app import app
 
 

@@ -28,7 +28,7 @@ from .context import QueueContext
 from .inflight import gauge
 
 _COLLECTED_NAMES = ("shard", "message_id", "body", "attributes", "group_id", "deduplication_id",
-                    "sequence_number", "receive_count")  # fmt: skip
+                    "sequence_number", "receive_count", "attribute_types")  # fmt: skip
 
 
 def claim(
@@ -219,4 +219,5 @@ def message_of(row: Any, receipt_handle: str, now: datetime) -> Message:
         group_id=row.group_id,
         deduplication_id=row.deduplication_id,
         sequence_number=row.sequence_number,
+        attribute_types=dict(row.attribute_types or {}),
     )

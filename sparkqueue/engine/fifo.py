@@ -150,6 +150,7 @@ def tombstone_values(prefix: str = "") -> dict[str, Column]:
         "shard": F.lit(TOMBSTONE_SHARD),
         "body": F.lit(""),
         "attributes": F.lit(None).cast(ATTRIBUTES_TYPE),
+        "attribute_types": F.lit(None).cast(ATTRIBUTES_TYPE),
         "receipt_handle": F.lit(None).cast("string"),
         "visible_at": F.timestamp_micros(sent_us + _micros(TOMBSTONE_LIFETIME)),
         "handle_issued_at": F.lit(None).cast("timestamp"),

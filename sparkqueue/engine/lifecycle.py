@@ -8,6 +8,8 @@ next `delete_queue` finishes. No table is ever left that the registry does not n
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..attributes import QueueAttributes
 from ..errors import InvalidParameterValue, QueueAlreadyExists, QueueDoesNotExist
 from ..rules.handles import new_token
@@ -27,6 +29,8 @@ def create_queue(ctx: QueueContext, name: str, attributes: QueueAttributes) -> N
     Registering is tried first (one MERGE that inserts only an absent name): a new queue costs no
     registry read beyond the dead-letter queue's."""
     check_dead_letter_queue(ctx, name, attributes)
+    stamp = ctx.now().timestamp()
+    attributes = dataclasses.replace(attributes, created_at=stamp, modified_at=stamp)
     location = ctx.storage.layout.new_queue(name)
     record = QueueRecord(name, attributes, new_token(), location)
     if ctx.registry.insert_if_absent(record):

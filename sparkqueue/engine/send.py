@@ -26,6 +26,7 @@ from ..limits import MAX_DELAY_SECONDS
 from ..rules.checks import check_int
 from ..rules.ids import content_deduplication_id, message_id_column, new_message_id
 from ..rules.validation import (
+    check_attribute_types,
     check_attributes,
     check_identifier,
     check_size,
@@ -39,7 +40,9 @@ from . import fifo
 from .context import QueueContext
 from .fifo import ENTRY_ORDER, deduplication_column, home_shard, in_entry_order
 
-ENTRY_KEYS = ("body", "delay_seconds", "attributes", "group_id", "deduplication_id")
+ENTRY_KEYS = (
+    "body", "delay_seconds", "attributes", "group_id", "deduplication_id", "attribute_types"
+)  # fmt: skip
 INVALID_ROW_MARKER = "sparkqueue: invalid send_df row: "
 
 
@@ -52,6 +55,7 @@ class SendEntry:
     group_id: str | None
     deduplication_id: str | None
     delay_seconds: int
+    attribute_types: dict[str, str]
 
 
 def normalize_entry(entry: str | dict[str, Any], attrs: QueueAttributes) -> SendEntry:
@@ -70,6 +74,7 @@ def normalize_entry(entry: str | dict[str, Any], attrs: QueueAttributes) -> Send
         raise InvalidParameterValue("an entry dict needs a 'body'")
     body = check_text("the body", entry["body"])
     attributes = check_attributes(entry.get("attributes"))
+    attribute_types = check_attribute_types(entry.get("attribute_types"), attributes)
     check_size(message_size(body, attributes), attrs.max_message_bytes)
     group_id = check_identifier("group_id", entry.get("group_id"))
     deduplication_id = check_identifier("deduplication_id", entry.get("deduplication_id"))
@@ -81,7 +86,7 @@ def normalize_entry(entry: str | dict[str, Any], attrs: QueueAttributes) -> Send
     if delay is None:
         delay = attrs.delay_seconds
     check_int("delay_seconds", delay, 0, MAX_DELAY_SECONDS)
-    return SendEntry(body, attributes, group_id, deduplication_id, delay)
+    return SendEntry(body, attributes, group_id, deduplication_id, delay, attribute_types)
 
 
 def send_df_frame(
@@ -151,6 +156,7 @@ def send_df_frame(
         F.lit(None).cast("timestamp").alias("first_received_at"),
         F.lit(None).cast("timestamp").alias("handle_issued_at"),
         F.lit(None).cast("string").alias("moved_from"),
+        F.lit(None).cast(ATTRIBUTES_TYPE).alias("attribute_types"),
     )
     if not attrs.fifo:
         return rows
@@ -232,7 +238,8 @@ def send_entries(ctx: QueueContext, record: QueueRecord, entries: list[SendEntry
     ids = [new_message_id(micros) for _ in entries]
     rows = [
         (shard, message_id, entry.body, entry.attributes, entry.group_id, entry.deduplication_id,
-         None, now, now + timedelta(seconds=entry.delay_seconds), None, 0, None, None, None)
+         None, now, now + timedelta(seconds=entry.delay_seconds), None, 0, None, None, None,
+         entry.attribute_types or None)
         for message_id, entry in zip(ids, entries, strict=True)
     ]  # fmt: skip
     spark = ctx.storage.spark

@@ -21,6 +21,12 @@ ATTRIBUTE_NAME_RULE = (
     r"(?![.])(?!.*[.][.])(?!(?i:aws|amazon)[.])"
     rf"[A-Za-z0-9_.-]{{0,{MAX_ATTRIBUTE_NAME_LENGTH - 1}}}[A-Za-z0-9_-]"
 )
+# An attribute's SQS DataType: String, Number or Binary, with an optional custom label.
+DATA_TYPE_RULE = rf"(String|Number|Binary)([.][A-Za-z0-9_.-]{{1,{MAX_ATTRIBUTE_NAME_LENGTH - 7}}})?"
+# SQS's numbers: up to 38 significant digits, optionally signed, with a fraction and an exponent.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+[.]?[0-9]*|[.][0-9]+)(?:[eE][+-]?[0-9]+)?")
+_MAX_NUMBER_DIGITS = 38
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 # Group and deduplication ids: alphanumerics and ASCII punctuation.
 IDENTIFIER_RULE = rf"[!-~]{{1,{MAX_ID_LENGTH}}}"
 
@@ -37,6 +43,7 @@ _FORBIDDEN = re.compile(_forbidden_class(r"\U{:08x}"))
 FORBIDDEN_JAVA = _forbidden_class(r"\x{{{:x}}}")
 _ATTRIBUTE_NAME = re.compile(ATTRIBUTE_NAME_RULE)
 _IDENTIFIER = re.compile(IDENTIFIER_RULE)
+_DATA_TYPE = re.compile(DATA_TYPE_RULE)
 
 
 def whole_match_java(rule: str) -> str:
@@ -83,6 +90,47 @@ def check_attributes(attributes: Any) -> dict[str, str]:
             )
         check_text(f"attribute {name!r}", value)
     return dict(attributes)
+
+
+def check_attribute_types(types: Any, attributes: dict[str, str]) -> dict[str, str]:
+    """SQS DataTypes for some of `attributes` (the rest are plain strings): a Number's value must
+    be a number, a Binary's base64 text. Plain "String" entries are dropped: absent means String."""
+    if types is None:
+        return {}
+    if not isinstance(types, dict):
+        raise InvalidParameterValue(
+            f"attribute_types must be a dict of attribute name to SQS DataType, got"
+            f" {type(types).__name__}"
+        )
+    kept: dict[str, str] = {}
+    for name, data_type in types.items():
+        if name not in attributes:
+            raise InvalidParameterValue(
+                f"attribute_types names {name!r}, which is not one of the message's attributes"
+            )
+        if not isinstance(data_type, str) or not _DATA_TYPE.fullmatch(data_type):
+            raise InvalidParameterValue(
+                f"attribute {name!r} has the DataType {data_type!r}; allowed: String, Number or"
+                " Binary, optionally followed by '.' and a label of A-Z, a-z, 0-9, '_', '-', '.'"
+            )
+        value = attributes[name]
+        if data_type.startswith("Number") and not _is_number(value):
+            raise InvalidParameterValue(
+                f"attribute {name!r} is a Number but its value {value!r} is not a number of at"
+                f" most {_MAX_NUMBER_DIGITS} significant digits"
+            )
+        if data_type.startswith("Binary") and not _BASE64.fullmatch(value):
+            raise InvalidParameterValue(f"attribute {name!r} is Binary: its value must be base64")
+        if data_type != "String":
+            kept[name] = data_type
+    return kept
+
+
+def _is_number(value: str) -> bool:
+    if not _NUMBER.fullmatch(value):
+        return False
+    mantissa = value.lstrip("+-").split("e")[0].split("E")[0].replace(".", "")
+    return len(mantissa.strip("0")) <= _MAX_NUMBER_DIGITS
 
 
 def check_identifier(what: str, value: Any) -> str | None:

@@ -38,6 +38,10 @@ MESSAGE_SCHEMA = StructType(
         StructField("first_received_at", TimestampType(), True),
         StructField("handle_issued_at", TimestampType(), True),
         StructField("moved_from", StringType(), True),  # the queue a moved message came from
+        # The SQS DataType of each attribute that is not a plain "String" (Number, Binary, custom
+        # types such as "Number.float"); Binary values are base64 text in `attributes`. A message
+        # sent with string attributes from Spark and one sent over the SQS endpoint are one row.
+        StructField("attribute_types", MapType(StringType(), StringType()), True),
     ]
 )
 ATTRIBUTES_TYPE = MESSAGE_SCHEMA["attributes"].dataType

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from ..errors import InvalidParameterValue
 
@@ -114,3 +114,9 @@ def create_table(
     if properties:
         statement += f" TBLPROPERTIES ({_properties(properties)})"
     return statement
+
+
+def add_columns(target: str, fields: list[StructField]) -> str:
+    """Adds nullable columns a newer schema has and an older table lacks."""
+    columns = ", ".join(f"{quote_identifier(f.name)} {f.dataType.simpleString()}" for f in fields)
+    return f"ALTER TABLE {target} ADD COLUMNS ({columns})"

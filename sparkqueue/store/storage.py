@@ -217,8 +217,8 @@ class Storage:
         partition_by: tuple[str, ...] = (),
         properties: dict[str, str] | None = None,
     ) -> None:
-        """Creates the table unless it exists (then nothing changes); once per process and table,
-        later calls cost nothing."""
+        """Creates the table unless it exists, and gives a table an older version created the
+        nullable columns it lacks; once per process and table, later calls cost nothing."""
         if address in self._root.known_tables:
             return
 
@@ -229,6 +229,10 @@ class Storage:
                 clear_unfinished_log(folder)
             statement = sql.create_table(self._table(address).sql, schema, partition_by, properties)
             self.spark.sql(statement)
+            have = set(self.read(address).columns)
+            missing = [f for f in schema.fields if f.name not in have and f.nullable]
+            if missing:
+                self.spark.sql(sql.add_columns(self._table(address).sql, missing))
 
         self.transact(address, create, f"creating the table {address}")
         self._remember(address)

@@ -8,6 +8,7 @@ from pyspark.sql import SparkSession
 from sparkqueue import Broker, spark_session
 from sparkqueue.engine import statement as statement_module
 from sparkqueue.testing import FakeClock
+from tests.integration.sqs_clients import endpoint, json_client
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +39,18 @@ def statement(request, monkeypatch) -> str:
     if request.param == "merge":
         monkeypatch.setattr(statement_module, "EXCHANGE_UPDATE_MAX_ROWS", 0)
     return request.param
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    """The SQS endpoint (`sparkqueue serve`, a process of its own) on a root of its own, with
+    access keys: (root, url)."""
+    folder = tmp_path_factory.mktemp("endpoint")
+    with endpoint(folder / "root", folder / "serve.log") as url:
+        yield folder / "root", url
+
+
+@pytest.fixture(scope="session")
+def sqs(served):
+    """boto3's SQS client on the endpoint (the JSON protocol, signed)."""
+    return json_client(served[1])

@@ -26,6 +26,7 @@ def examples(document: str) -> list[str]:
         ("docs/operations.md", 2),
         ("docs/how-it-works.md", 1),
         ("docs/catalog.md", 1),
+        ("docs/endpoint.md", 1),
     ],
 )
 def test_a_documents_examples_run_in_order(spark, tmp_path, monkeypatch, document, blocks):

@@ -54,3 +54,24 @@ def test_a_commit_on_a_local_root_adds_two_log_entries(broker, queue):
     queue.send("one more commit")
     added = set(os.listdir(log)) - before
     assert sorted(Path(name).suffix for name in added) == [".crc", ".json"], added
+
+
+def test_a_queue_table_of_an_older_version_gains_the_new_columns(spark, tmp_path):
+    """A queue created before `attribute_types` existed keeps working: opening it adds the column."""
+    from pyspark.sql.types import StructType
+
+    from sparkqueue import Broker
+    from sparkqueue.store.schema import MESSAGE_SCHEMA, QUEUE_TABLE_PROPERTIES
+
+    root = str(tmp_path / "root")
+    broker = Broker(spark, root)
+    broker.create_queue("old")
+    location = broker.context.record("old").location
+    older = StructType([f for f in MESSAGE_SCHEMA.fields if f.name != "attribute_types"])
+    older_table = f"{location}-older"
+    broker.storage.ensure_table(older_table, older, properties=QUEUE_TABLE_PROPERTIES)
+    assert "attribute_types" not in broker.storage.read(older_table).columns
+
+    later = Broker(spark, root)  # a new process's view: the table is not known to it yet
+    later.storage.ensure_table(older_table, MESSAGE_SCHEMA)
+    assert "attribute_types" in later.storage.read(older_table).columns

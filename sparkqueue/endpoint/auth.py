@@ -1,0 +1,118 @@
+"""AWS Signature Version 4 checks for the endpoint, with botocore's own signer.
+
+The server recomputes the signature of each request from the headers the client says it signed,
+the body and the secret of the access key named in the credential scope; a request passes only
+when the two agree and its date is within SQS's 15 minutes of the server's clock.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from ..errors import InvalidParameterValue
+from .faults import SqsFault
+
+ACCESS_KEYS_VARIABLE = "SPARKQUEUE_ACCESS_KEYS"
+SIGNING_SERVICE = "sqs"
+MAX_CLOCK_SKEW = timedelta(minutes=15)
+_AUTHORIZATION = re.compile(
+    r"AWS4-HMAC-SHA256 Credential=(?P<key>[^/,\s]+)/(?P<date>[0-9]{8})/(?P<region>[^/,\s]+)"
+    r"/(?P<service>[^/,\s]+)/aws4_request,\s*SignedHeaders=(?P<headers>[a-z0-9;_.-]+),"
+    r"\s*Signature=(?P<signature>[0-9a-f]{64})"
+)
+_KEY = re.compile(r"[A-Za-z0-9_+=,.@-]{1,128}")
+
+
+@dataclass(frozen=True)
+class AccessKeys:
+    """The access keys the server accepts (key id -> secret); empty: requests are not checked."""
+
+    secrets: Mapping[str, str]
+
+    @classmethod
+    def parse(cls, text: str) -> AccessKeys:
+        """`key:secret[,key:secret...]` (whitespace and newlines also separate pairs)."""
+        secrets: dict[str, str] = {}
+        for pair in re.split(r"[,\s]+", text.strip()):
+            if not pair:
+                continue
+            key, sep, secret = pair.partition(":")
+            if not sep or not _KEY.fullmatch(key) or not secret:
+                raise InvalidParameterValue(
+                    "access keys are key:secret pairs separated by commas, keys of letters,"
+                    f" digits and _+=,.@- ; got a pair starting {pair[:8]!r}"
+                )
+            secrets[key] = secret
+        return cls(secrets)
+
+    @classmethod
+    def configured(cls, keys_file: str | None = None) -> AccessKeys:
+        """From `keys_file` (one key:secret per line) when given, else $SPARKQUEUE_ACCESS_KEYS."""
+        if keys_file is not None:
+            return cls.parse(Path(keys_file).read_text())
+        return cls.parse(os.environ.get(ACCESS_KEYS_VARIABLE, ""))
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+
+def check_signature(
+    keys: AccessKeys,
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    now: datetime,
+) -> str | None:
+    """The access key that signed the request (None when no keys are configured); SqsFault when
+    the request is unsigned, signed with an unknown key, badly signed or too old."""
+    if not keys:
+        return None
+    authorization = headers.get("Authorization")
+    if authorization is None:
+        raise SqsFault(
+            "MissingAuthenticationToken", "the request is not signed (AWS Signature Version 4)"
+        )
+    found = _AUTHORIZATION.fullmatch(authorization.strip())
+    if found is None:
+        raise SqsFault("IncompleteSignature", "the Authorization header is not a SigV4 signature")
+    secret = keys.secrets.get(found["key"])
+    if secret is None:
+        raise SqsFault("InvalidClientTokenId", "the access key is not one this server accepts")
+    stamp = headers.get("X-Amz-Date", "")
+    try:
+        signed_at = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        raise SqsFault("IncompleteSignature", "X-Amz-Date is missing or malformed") from None
+    if abs(now - signed_at) > MAX_CLOCK_SKEW or stamp[:8] != found["date"]:
+        raise SqsFault("RequestExpired", "the request's date is over 15 minutes from the server's")
+    names = found["headers"].split(";")
+    if "host" not in names:
+        raise SqsFault("IncompleteSignature", "the signature must cover the Host header")
+    lowered = {name.lower(): value for name, value in headers.items()}
+    request = AWSRequest(
+        method=method,
+        url=url,
+        data=body,
+        headers={name: lowered.get(name, "") for name in names},
+    )
+    request.context["timestamp"] = stamp
+    signer = SigV4Auth(Credentials(found["key"], secret), found["service"], found["region"])
+    expected = signer.signature(
+        signer.string_to_sign(request, signer.canonical_request(request)), request
+    )
+    if found["service"] != SIGNING_SERVICE or not hmac.compare_digest(expected, found["signature"]):
+        raise SqsFault(
+            "SignatureDoesNotMatch", "the request signature does not match the one computed"
+        )
+    return found["key"]

@@ -1,0 +1,85 @@
+"""Long polling without a thread per waiting client spinning on Spark.
+
+A receive that finds nothing and may wait parks on one condition. For each queue, one parked
+receive at a time looks at the table, at most every `interval` seconds; the others sleep until it
+has looked or until a send through this endpoint wakes them. So a hundred clients long-polling an
+empty queue cost one read of its table per interval, and messages that arrive are found at once
+(sent here) or within the interval (sent by Spark jobs or other endpoints). Receives that do run
+together share the queue's group commits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..limits import LONG_POLL_INTERVAL_SECONDS
+from ..model import Message
+from ..queue import Queue
+
+
+@dataclass
+class _Watch:
+    probing: bool = False
+    next_probe: float = 0.0
+
+
+class LongPolls:
+    def __init__(self, interval: float = LONG_POLL_INTERVAL_SECONDS) -> None:
+        self._interval = interval
+        self._changed = threading.Condition()
+        self._watches: dict[str, _Watch] = defaultdict(_Watch)
+
+    def arrived(self, name: str) -> None:
+        """Messages were sent to `name` through this endpoint: waiting receives look now."""
+        with self._changed:
+            self._watches[name].next_probe = 0.0
+            self._changed.notify_all()
+
+    def receive(
+        self, queue: Queue, max_messages: int, visibility_timeout: int | None, wait_seconds: int
+    ) -> list[Message]:
+        """Messages as soon as there are some, or none after `wait_seconds`."""
+        deadline = time.monotonic() + wait_seconds
+        messages = queue.receive(max_messages, visibility_timeout=visibility_timeout)
+        if messages or wait_seconds == 0:
+            return messages
+        self._postpone(queue.name)
+        while self._turn(queue.name, deadline):
+            try:
+                messages = queue.receive(max_messages, visibility_timeout=visibility_timeout)
+            finally:
+                self._looked(queue.name, found=bool(messages))
+            if messages:
+                return messages
+        return []
+
+    def _turn(self, name: str, deadline: float) -> bool:
+        """Waits until this receive may look at the queue: True, or False once `deadline` passed."""
+        with self._changed:
+            watch = self._watches[name]
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    return False
+                if not watch.probing and now >= watch.next_probe:
+                    watch.probing = True
+                    return True
+                until = deadline if watch.probing else min(deadline, watch.next_probe)
+                self._changed.wait(until - now)
+
+    def _postpone(self, name: str) -> None:
+        """Somebody just found the queue empty: nobody needs to look for another interval."""
+        with self._changed:
+            watch = self._watches[name]
+            watch.next_probe = max(watch.next_probe, time.monotonic() + self._interval)
+
+    def _looked(self, name: str, *, found: bool) -> None:
+        with self._changed:
+            watch = self._watches[name]
+            watch.probing = False
+            # found some: there may be more, let the next one look at once
+            watch.next_probe = time.monotonic() + (0.0 if found else self._interval)
+            self._changed.notify_all()

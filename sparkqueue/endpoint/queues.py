@@ -1,0 +1,218 @@
+"""The queue actions: create, find, list, delete, attributes, tags, purge, dead-letter sources
+and message move tasks. Each takes a `Request` and returns the output shape's members."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from ..attributes import MAX_TAGS
+from ..errors import InvalidParameterValue, QueueDoesNotExist
+from . import settings
+from .faults import SqsFault
+from .service import Request
+
+DEFAULT_LISTED = 1000  # ListQueues without MaxResults, as SQS
+
+
+def create_queue(request: Request) -> dict[str, Any]:
+    """Creates the queue, or returns the URL of an existing one whose attributes agree with the
+    ones given (SQS compares only what the request names; tags are never compared)."""
+    name = request.required("QueueName")
+    given = request.params.get("Attributes", {})
+    keywords = settings.to_keywords(given, request.service.naming)
+    if "fifo" not in keywords and name.endswith(".fifo"):
+        raise SqsFault("InvalidParameterValue", "a FIFO queue needs the attribute FifoQueue=true")
+    broker = request.service.broker
+    try:
+        existing = broker.get_queue(name).attributes
+    except (QueueDoesNotExist, InvalidParameterValue):
+        existing = None
+    if existing is not None:
+        differ = sorted(k for k, v in keywords.items() if existing.get(k) != v)
+        if differ:
+            raise SqsFault(
+                "QueueNameExists",
+                f"queue {name!r} exists with other values of {', '.join(differ)}",
+            )
+        return {"QueueUrl": request.url(name)}
+    _check_dead_letter_target(request, name, keywords)
+    broker.create_queue(name, **keywords, tags=request.params.get("tags") or {})
+    return {"QueueUrl": request.url(name)}
+
+
+def get_queue_url(request: Request) -> dict[str, Any]:
+    name = request.required("QueueName")
+    request.service.broker.get_queue(name)
+    return {"QueueUrl": request.url(name)}
+
+
+def list_queues(request: Request) -> dict[str, Any]:
+    prefix = request.params.get("QueueNamePrefix", "")
+    names = request.service.broker.list_queues(prefix)
+    return _page(request, names, "QueueUrls")
+
+
+def delete_queue(request: Request) -> dict[str, Any]:
+    request.service.broker.delete_queue(request.queue_name())
+    return {}
+
+
+def get_queue_attributes(request: Request) -> dict[str, Any]:
+    queue = request.queue()
+    wanted = settings.check_names(request.params.get("AttributeNames", []))
+    values = settings.to_sqs(
+        queue.name, queue.attributes, wanted, request.service.naming, queue.stats
+    )
+    return {"Attributes": values}
+
+
+def set_queue_attributes(request: Request) -> dict[str, Any]:
+    queue = request.queue()
+    keywords = settings.to_keywords(request.required("Attributes"), request.service.naming)
+    _check_dead_letter_target(request, queue.name, keywords)
+    try:
+        queue.set_attributes(**keywords)
+    except InvalidParameterValue as error:
+        raise SqsFault("InvalidAttributeValue", error.message) from None
+    return {}
+
+
+def purge_queue(request: Request) -> dict[str, Any]:
+    request.queue().purge()
+    return {}
+
+
+def tag_queue(request: Request) -> dict[str, Any]:
+    queue = request.queue()
+    tags = {**queue.attributes["tags"], **request.required("Tags")}
+    if len(tags) > MAX_TAGS:
+        raise SqsFault("InvalidParameterValue", f"a queue may carry at most {MAX_TAGS} tags")
+    queue.set_attributes(tags=tags)
+    return {}
+
+
+def untag_queue(request: Request) -> dict[str, Any]:
+    queue = request.queue()
+    removed = set(request.required("TagKeys"))
+    queue.set_attributes(
+        tags={k: v for k, v in queue.attributes["tags"].items() if k not in removed}
+    )
+    return {}
+
+
+def list_queue_tags(request: Request) -> dict[str, Any]:
+    return {"Tags": request.queue().attributes["tags"] or None}
+
+
+def list_dead_letter_source_queues(request: Request) -> dict[str, Any]:
+    broker = request.service.broker
+    target = request.queue_name()
+    broker.get_queue(target)
+    sources = [
+        name
+        for name in broker.list_queues()
+        if broker.get_queue(name).attributes["dead_letter_queue"] == target
+    ]
+    return _page(request, sources, "queueUrls")
+
+
+def start_message_move_task(request: Request) -> dict[str, Any]:
+    naming = request.service.naming
+    source = naming.name_of_arn(request.required("SourceArn"), "SourceArn")
+    destination_arn = request.params.get("DestinationArn")
+    destination = None if destination_arn is None else naming.name_of_arn(destination_arn)
+    rate = request.params.get("MaxNumberOfMessagesPerSecond")
+    if rate is not None and not 1 <= rate <= 500:
+        raise SqsFault("InvalidParameterValue", "MaxNumberOfMessagesPerSecond is from 1 to 500")
+    broker = request.service.broker
+    queue = _existing(request, source)
+    if not any(
+        broker.get_queue(n).attributes["dead_letter_queue"] == source for n in broker.list_queues()
+    ):
+        raise SqsFault(
+            "InvalidParameterValue", f"{source!r} is no queue's dead-letter queue: nothing to move"
+        )
+    if destination is not None:
+        _existing(request, destination)
+    return {"TaskHandle": request.service.tasks.start(queue, destination, rate).handle}
+
+
+def list_message_move_tasks(request: Request) -> dict[str, Any]:
+    naming = request.service.naming
+    source = naming.name_of_arn(request.required("SourceArn"), "SourceArn")
+    _existing(request, source)
+    results = []
+    for task in request.service.tasks.listed(source, request.params.get("MaxResults")):
+        results.append(
+            {
+                "TaskHandle": task.handle if task.status == "RUNNING" else None,
+                "Status": task.status,
+                "SourceArn": naming.arn(task.source),
+                "DestinationArn": None
+                if task.destination is None
+                else naming.arn(task.destination),
+                "MaxNumberOfMessagesPerSecond": task.rate,
+                "ApproximateNumberOfMessagesMoved": task.moved,
+                "ApproximateNumberOfMessagesToMove": task.to_move,
+                "FailureReason": task.failure,
+                "StartedTimestamp": task.started_ms,
+            }
+        )
+    return {"Results": results}
+
+
+def cancel_message_move_task(request: Request) -> dict[str, Any]:
+    task = request.service.tasks.cancel(request.required("TaskHandle"))
+    return {"ApproximateNumberOfMessagesMoved": task.moved}
+
+
+def _existing(request: Request, name: str) -> Any:
+    try:
+        return request.service.broker.get_queue(name)
+    except (QueueDoesNotExist, InvalidParameterValue):
+        raise SqsFault("ResourceNotFoundException", f"there is no queue {name!r}") from None
+
+
+def _check_dead_letter_target(request: Request, name: str, keywords: dict[str, Any]) -> None:
+    """A dead-letter queue's RedriveAllowPolicy must let this queue send to it."""
+    target = keywords.get("dead_letter_queue")
+    if target is None:
+        return
+    try:
+        policy = request.service.broker.get_queue(target).attributes["redrive_allow_policy"]
+    except (QueueDoesNotExist, InvalidParameterValue):
+        raise SqsFault(
+            "InvalidParameterValue", f"the dead-letter queue {target!r} does not exist"
+        ) from None
+    if not settings.allows_source(policy, request.service.naming.arn(name)):
+        raise SqsFault(
+            "InvalidParameterValue",
+            f"the RedriveAllowPolicy of {target!r} does not let {name!r} use it as its dead-letter queue",
+        )
+
+
+def _page(request: Request, names: list[str], key: str) -> dict[str, Any]:
+    """A page of queue URLs: all (up to 1000) without MaxResults, else MaxResults after NextToken."""
+    limit = request.params.get("MaxResults")
+    token = request.params.get("NextToken")
+    if limit is None and token is None:
+        return {key: [request.url(n) for n in names[:DEFAULT_LISTED]] or None}
+    if limit is not None and not 1 <= limit <= DEFAULT_LISTED:
+        raise SqsFault("InvalidParameterValue", f"MaxResults must be from 1 to {DEFAULT_LISTED}")
+    after = _after(token) if token is not None else None
+    rest = [n for n in names if after is None or n > after]
+    page = rest[: limit or DEFAULT_LISTED]
+    more = len(rest) > len(page)
+    next_token = base64.urlsafe_b64encode(page[-1].encode()).decode() if more else None
+    return {key: [request.url(n) for n in page] or None, "NextToken": next_token}
+
+
+def _after(token: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(token.encode()).decode()
+    except (binascii.Error, ValueError):
+        raise SqsFault(
+            "InvalidParameterValue", "NextToken is not one this endpoint issued"
+        ) from None

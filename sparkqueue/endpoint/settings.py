@@ -1,0 +1,179 @@
+"""Queue attributes as SQS names and spells them (strings, a redrive policy in JSON) and as a
+sparkqueue `Queue` keeps them, both ways."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..model import QueueStats
+from .faults import SqsFault
+from .naming import Naming
+
+# SQS attribute -> the QueueAttributes field it sets, for the plain whole-number ones.
+NUMBERS = {
+    "DelaySeconds": "delay_seconds",
+    "MaximumMessageSize": "max_message_bytes",
+    "MessageRetentionPeriod": "retention_seconds",
+    "ReceiveMessageWaitTimeSeconds": "receive_wait_time_seconds",
+    "VisibilityTimeout": "visibility_timeout",
+}
+FLAGS = {"FifoQueue": "fifo", "ContentBasedDeduplication": "content_based_deduplication"}
+SETTABLE = {*NUMBERS, *FLAGS, "RedrivePolicy", "RedriveAllowPolicy"}
+COUNTS = (
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesNotVisible",
+    "ApproximateNumberOfMessagesDelayed",
+)
+READABLE = (*SETTABLE, *COUNTS, "QueueArn", "CreatedTimestamp", "LastModifiedTimestamp")
+# Real SQS attributes this endpoint does not implement (access policies, encryption, high
+# throughput FIFO): naming one is refused rather than silently ignored.
+UNSUPPORTED = frozenset(
+    {
+        "Policy",
+        "KmsMasterKeyId",
+        "KmsDataKeyReusePeriodSeconds",
+        "SqsManagedSseEnabled",
+        "DeduplicationScope",
+        "FifoThroughputLimit",
+    }
+)
+REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
+MAX_REDRIVE_SOURCES = 10
+
+
+def to_keywords(attributes: dict[str, str], naming: Naming) -> dict[str, Any]:
+    """`Broker.create_queue` / `Queue.set_attributes` keywords for SQS attributes."""
+    keywords: dict[str, Any] = {}
+    for name, text in attributes.items():
+        if name in UNSUPPORTED:
+            raise SqsFault("InvalidAttributeName", f"the attribute {name} is not supported here")
+        if name in NUMBERS:
+            keywords[NUMBERS[name]] = _whole_number(name, text)
+        elif name in FLAGS:
+            if text not in ("true", "false"):
+                raise _bad_value(name, text, "true or false")
+            keywords[FLAGS[name]] = text == "true"
+        elif name == "RedrivePolicy":
+            keywords.update(_redrive_policy(text, naming))
+        elif name == "RedriveAllowPolicy":
+            keywords["redrive_allow_policy"] = _redrive_allow_policy(text, naming)
+        else:
+            raise SqsFault(
+                "InvalidAttributeName",
+                f"unknown attribute {name[:80]!r}; settable: {', '.join(sorted(SETTABLE))}",
+            )
+    return keywords
+
+
+def check_names(names: list[str]) -> list[str]:
+    """The attribute names GetQueueAttributes asked for (All: every one)."""
+    if "All" in names:
+        return list(READABLE)
+    unknown = [name for name in names if name not in READABLE]
+    if unknown:
+        raise SqsFault("InvalidAttributeName", f"unknown attribute name {unknown[0][:80]!r}")
+    return names
+
+
+def to_sqs(
+    name: str,
+    attributes: dict[str, Any],
+    wanted: list[str],
+    naming: Naming,
+    stats: Callable[[], QueueStats],
+) -> dict[str, str]:
+    """The wanted SQS attributes of the queue `name` (counts only when asked: they cost a read)."""
+    values: dict[str, str] = {}
+    for sqs_name, field in NUMBERS.items():
+        values[sqs_name] = str(attributes[field])
+    values["QueueArn"] = naming.arn(name)
+    values["CreatedTimestamp"] = str(int(attributes["created_at"]))
+    values["LastModifiedTimestamp"] = str(int(attributes["modified_at"]))
+    if attributes["fifo"]:
+        values["FifoQueue"] = "true"
+        values["ContentBasedDeduplication"] = str(attributes["content_based_deduplication"]).lower()
+    if attributes["dead_letter_queue"] is not None:
+        values["RedrivePolicy"] = json.dumps(
+            {
+                "deadLetterTargetArn": naming.arn(attributes["dead_letter_queue"]),
+                "maxReceiveCount": attributes["max_receive_count"],
+            }
+        )
+    if attributes["redrive_allow_policy"] is not None:
+        values["RedriveAllowPolicy"] = attributes["redrive_allow_policy"]
+    if any(count in wanted for count in COUNTS):
+        depth = stats()
+        counts = (depth.visible, depth.in_flight, depth.delayed)
+        values.update(zip(COUNTS, map(str, counts), strict=True))
+    return {key: value for key, value in values.items() if key in wanted}
+
+
+def allows_source(policy: str | None, source_arn: str) -> bool:
+    """Whether a dead-letter queue with this RedriveAllowPolicy takes messages from `source_arn`."""
+    if policy is None:
+        return True
+    document = json.loads(policy)
+    permission = document["redrivePermission"]
+    return permission == "allowAll" or (
+        permission == "byQueue" and source_arn in document.get("sourceQueueArns", [])
+    )
+
+
+def _whole_number(name: str, text: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,9}", text):
+        raise _bad_value(name, text, "a whole number")
+    return int(text)
+
+
+def _redrive_policy(text: str, naming: Naming) -> dict[str, Any]:
+    if text == "":
+        return {"dead_letter_queue": None, "max_receive_count": None}
+    document = _json_object("RedrivePolicy", text)
+    target, count = document.get("deadLetterTargetArn"), document.get("maxReceiveCount")
+    if not isinstance(target, str) or count is None:
+        raise _bad_value("RedrivePolicy", text, "deadLetterTargetArn and maxReceiveCount")
+    if isinstance(count, str) and re.fullmatch(r"[0-9]{1,4}", count):
+        count = int(count)
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise _bad_value("RedrivePolicy", text, "a whole maxReceiveCount")
+    name = naming.name_of_arn(target, "deadLetterTargetArn")
+    return {"dead_letter_queue": name, "max_receive_count": count}
+
+
+def _redrive_allow_policy(text: str, naming: Naming) -> str | None:
+    if text == "":
+        return None
+    document = _json_object("RedriveAllowPolicy", text)
+    permission = document.get("redrivePermission")
+    sources = document.get("sourceQueueArns", [])
+    if permission not in REDRIVE_PERMISSIONS:
+        raise _bad_value("RedriveAllowPolicy", text, f"redrivePermission {REDRIVE_PERMISSIONS}")
+    if not isinstance(sources, list) or len(sources) > MAX_REDRIVE_SOURCES:
+        raise _bad_value("RedriveAllowPolicy", text, f"at most {MAX_REDRIVE_SOURCES} source ARNs")
+    if (permission == "byQueue") != bool(sources):
+        raise _bad_value("RedriveAllowPolicy", text, "sourceQueueArns with byQueue (only)")
+    for arn in sources:
+        naming.name_of_arn(arn if isinstance(arn, str) else "", "a sourceQueueArn")
+    normal: dict[str, Any] = {"redrivePermission": permission}
+    if sources:
+        normal["sourceQueueArns"] = sources
+    return json.dumps(normal)
+
+
+def _json_object(name: str, text: str) -> dict[str, Any]:
+    try:
+        document = json.loads(text)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        raise _bad_value(name, text, "a JSON object")
+    return document
+
+
+def _bad_value(name: str, text: str, expected: str) -> SqsFault:
+    return SqsFault(
+        "InvalidAttributeValue", f"invalid value {text[:80]!r} for {name}: expected {expected}"
+    )
