@@ -1,6 +1,7 @@
-"""The SQS endpoint scenario: boto3 clients on threads, each looping send, receive, delete
-through an endpoint served in this process (signed requests, the JSON protocol), with 1 client
-and with 8. Figures: each call's p50, and whole send-receive-delete cycles per second."""
+"""The SQS endpoint scenario: clients on threads, each looping send, receive, delete, first through
+the endpoint served in this process (boto3, signed requests, the JSON protocol), then straight on
+`Queue` in this driver for comparison, each with 1 client and with 8. Figures: each call's p50,
+and whole send-receive-delete cycles per second."""
 
 from __future__ import annotations
 
@@ -8,65 +9,97 @@ import functools
 import statistics
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..broker import Broker
 from .scenarios import during_window
 
 ACCESS_KEY, SECRET_KEY = "bench", "bench-secret"
+CLIENTS = (1, 8)
 
 
-def endpoint_load(
-    broker: Broker, seconds: float, clients_counts: tuple[int, ...] = (1, 8)
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Calls:
+    """One client's three calls: send a message, receive up to one (its handles), delete one."""
+
+    send: Callable[[], Any]
+    receive: Callable[[], list[str]]
+    delete: Callable[[str], Any]
+
+
+def endpoint_load(broker: Broker, seconds: float) -> dict[str, Any]:
     import boto3  # the dev extra's; only this scenario needs it
     from botocore.config import Config
 
     from ..endpoint import AccessKeys, SqsEndpoint
 
-    keys = AccessKeys.parse(f"{ACCESS_KEY}:{SECRET_KEY}")
+    def over_http(url: str, endpoint_url: str) -> Calls:
+        client = boto3.client(
+            "sqs",
+            endpoint_url=endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            config=Config(max_pool_connections=2),
+        )
+        return Calls(
+            lambda: client.send_message(QueueUrl=url, MessageBody="x" * 100),
+            lambda: [
+                m["ReceiptHandle"]
+                for m in client.receive_message(QueueUrl=url, WaitTimeSeconds=1).get("Messages", [])
+            ],
+            lambda handle: client.delete_message(QueueUrl=url, ReceiptHandle=handle),
+        )
+
+    def direct(name: str) -> Calls:
+        queue = broker.get_queue(name)
+        return Calls(
+            lambda: queue.send("x" * 100),
+            lambda: [m.receipt_handle for m in queue.receive(1, wait_time_seconds=1)],
+            queue.delete,
+        )
+
     results: dict[str, Any] = {}
+    keys = AccessKeys.parse(f"{ACCESS_KEY}:{SECRET_KEY}")
     with SqsEndpoint(broker, port=0, access_keys=keys) as served:
-        for count in clients_counts:
-            clients = [
-                boto3.client(
-                    "sqs",
-                    endpoint_url=served.url,
-                    region_name="us-east-1",
-                    aws_access_key_id=ACCESS_KEY,
-                    aws_secret_access_key=SECRET_KEY,
-                    config=Config(max_pool_connections=2),
-                )
-                for _ in range(count)
-            ]
-            url = clients[0].create_queue(QueueName=f"endpoint-{count}")["QueueUrl"]
-            results[f"clients_{count}"] = _cycles(clients, url, seconds)
+        for count in CLIENTS:
+            name = f"endpoint-{count}"
+            broker.create_queue(name)
+            queue_url = f"{served.url}/{served.service.naming.account}/{name}"
+            clients = [over_http(queue_url, served.url) for _ in range(count)]
+            results[f"http_{count}"] = _cycles(clients, seconds)
+    for count in CLIENTS:
+        name = f"direct-{count}"
+        broker.create_queue(name)
+        results[f"direct_{count}"] = _cycles([direct(name) for _ in range(count)], seconds)
     return results
 
 
-def _cycles(clients: list[Any], url: str, seconds: float) -> dict[str, Any]:
+def _cycles(clients: list[Calls], seconds: float) -> dict[str, Any]:
     calls: dict[str, list[float]] = {"send": [], "receive": [], "delete": []}
     done: list[int] = []
     lock = threading.Lock()
     stop = threading.Event()
 
-    def loop(client: Any) -> None:
-        mine = {name: [] for name in calls}
+    def loop(client: Calls) -> None:
+        mine: dict[str, list[float]] = {name: [] for name in calls}
         cycles = 0
         while not stop.is_set():
             started = time.perf_counter()
-            client.send_message(QueueUrl=url, MessageBody="x" * 100)
+            client.send()
             sent = time.perf_counter()
-            got = client.receive_message(QueueUrl=url, WaitTimeSeconds=1).get("Messages", [])
+            handles = client.receive()
             received = time.perf_counter()
-            for message in got:
-                client.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            for handle in handles:
+                client.delete(handle)
             deleted = time.perf_counter()
             mine["send"].append(sent - started)
             mine["receive"].append(received - sent)
-            if got:
-                mine["delete"].append((deleted - received) / len(got))
-            cycles += len(got)
+            if handles:
+                mine["delete"].append((deleted - received) / len(handles))
+            cycles += len(handles)
         with lock:
             for name, values in mine.items():
                 calls[name].extend(values)

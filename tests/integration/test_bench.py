@@ -23,7 +23,7 @@ def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path
     ]
     assert all(run["deleted"] > 0 for run in results["worker"].values())
     endpoint = results["endpoint"]
-    assert set(endpoint) == {"clients_1", "clients_8"}
+    assert set(endpoint) == {"http_1", "http_8", "direct_1", "direct_8"}
     assert all(run["messages_per_s"] > 0 and run["send_p50_ms"] > 0 for run in endpoint.values())
     assert json.loads((tmp_path / "bench.json").read_text())["sizes"]["messages"] == 2_000
     assert (tmp_path / "bench.png").stat().st_size > 0
