@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..broker import Broker
-from .scenarios import during_window
+from .window import during_window
 
 ACCESS_KEY, SECRET_KEY = "bench", "bench-secret"
 CLIENTS = (1, 8)
@@ -29,21 +29,26 @@ class Calls:
     delete: Callable[[str], Any]
 
 
-def endpoint_load(broker: Broker, seconds: float) -> dict[str, Any]:
-    import boto3  # the dev extra's; only this scenario needs it
+def sqs_client(endpoint_url: str) -> Any:
+    """A boto3 SQS client of the benchmark's access key (boto3 is the dev extra's)."""
+    import boto3
     from botocore.config import Config
 
+    return boto3.client(
+        "sqs",
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        config=Config(max_pool_connections=2),
+    )
+
+
+def endpoint_load(broker: Broker, seconds: float) -> dict[str, Any]:
     from ..endpoint import AccessKeys, SqsEndpoint
 
     def over_http(url: str, endpoint_url: str) -> Calls:
-        client = boto3.client(
-            "sqs",
-            endpoint_url=endpoint_url,
-            region_name="us-east-1",
-            aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY,
-            config=Config(max_pool_connections=2),
-        )
+        client = sqs_client(endpoint_url)
         return Calls(
             lambda: client.send_message(QueueUrl=url, MessageBody="x" * 100),
             lambda: [
@@ -64,6 +69,7 @@ def endpoint_load(broker: Broker, seconds: float) -> dict[str, Any]:
     results: dict[str, Any] = {}
     keys = AccessKeys.parse(f"{ACCESS_KEY}:{SECRET_KEY}")
     with SqsEndpoint(broker, port=0, access_keys=keys) as served:
+        results["get_queue_url_p50_ms"] = _no_table_call(sqs_client(served.url))
         for count in CLIENTS:
             name = f"endpoint-{count}"
             broker.create_queue(name)
@@ -75,6 +81,17 @@ def endpoint_load(broker: Broker, seconds: float) -> dict[str, Any]:
         broker.create_queue(name)
         results[f"direct_{count}"] = _cycles([direct(name) for _ in range(count)], seconds)
     return results
+
+
+def _no_table_call(client: Any, calls: int = 20) -> float:
+    """GetQueueUrl's p50: a call that reads no table, so what HTTP and signing cost."""
+    client.create_queue(QueueName="no-table")
+    took = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        client.get_queue_url(QueueName="no-table")
+        took.append(time.perf_counter() - started)
+    return statistics.median(took) * 1000
 
 
 def _cycles(clients: list[Calls], seconds: float) -> dict[str, Any]:

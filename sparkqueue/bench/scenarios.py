@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from ..broker import Broker
 from ..testing import FakeClock
+from .window import during_window
 
 BODY_BYTES = 100
 WARM_UP_ROUNDS = 2  # bulk sends before the timed one: JIT-compiled, like a long-running job
@@ -250,19 +251,6 @@ def _loops(queue: Any, batch: int, workers: int, seconds: float) -> list[Any]:
 
     during_window([loop] * workers, seconds, stop)
     return reports
-
-
-def during_window(
-    loops: Sequence[Callable[[], None]], seconds: float, stop: threading.Event
-) -> None:
-    """Runs each loop on a thread of its own for `seconds`, then sets `stop` and waits for them."""
-    threads = [threading.Thread(target=loop) for loop in loops]
-    for thread in threads:
-        thread.start()
-    time.sleep(seconds)  # the measurement window
-    stop.set()
-    for thread in threads:
-        thread.join()
 
 
 WORKERS = 4  # the worker scenario's "many workers in one driver"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..broker import Broker
+from ..errors import InvalidParameterValue
 from ..queue import Queue
 from .faults import SqsFault
 from .longpoll import LongPolls
@@ -46,7 +47,11 @@ class Request:
         return self.service.naming.name_of_url(url)
 
     def queue(self) -> Queue:
-        return self.service.broker.get_queue(self.queue_name())
+        name = self.queue_name()
+        try:
+            return self.service.broker.get_queue(name)
+        except InvalidParameterValue:  # a name no queue can have names no queue, as in SQS
+            raise SqsFault("QueueDoesNotExist", f"there is no queue {name[:80]!r}") from None
 
     def url(self, name: str) -> str:
         return self.service.naming.url(self.origin, name)

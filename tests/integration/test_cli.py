@@ -148,11 +148,14 @@ def test_bad_input_is_one_clear_error_with_its_own_exit_code_and_writes_nothing(
 def test_watch_and_every_run_until_interrupted(cli):
     cli.json("create", "watched")
     outputs = []
-    for args in (("stats", "watched", "--watch", "0.5"), ("redrive", "--every", "1")):
-        process = subprocess.Popen(
+    processes = [
+        subprocess.Popen(
             cli.args(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli.env, text=True
         )
-        time.sleep(15)  # the start-up and a few refreshes or passes; no visibility timeout here
+        for args in (("stats", "watched", "--watch", "0.5"), ("redrive", "--every", "1"))
+    ]
+    time.sleep(15)  # the start-up and a few refreshes or passes; no visibility timeout here
+    for process in processes:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=120)
         assert process.returncode == 0, err[-3000:]
