@@ -103,6 +103,27 @@ def test_send_batch_is_atomic_and_names_the_bad_entry(queue):
     assert [by_id[i] for i in ids] == ["one", "two"]
 
 
+def test_send_each_sends_the_valid_entries_and_reports_the_others(queue):
+    outcomes = queue.send_each(
+        [
+            "one",
+            {"body": ""},
+            {"body": "n", "attributes": {"n": "1.5"}, "attribute_types": {"n": "Number"}},
+            {"body": "bad", "attributes": {"n": "one"}, "attribute_types": {"n": "Number"}},
+        ]
+    )
+    assert [type(o).__name__ for o in outcomes] == [
+        "str",
+        "InvalidParameterValue",
+        "str",
+        "InvalidParameterValue",
+    ]
+    got = {m.message_id: m for m in queue.receive(10)}
+    assert sorted(m.body for m in got.values()) == ["n", "one"]
+    assert got[outcomes[2]].attribute_types == {"n": "Number"}
+    assert got[outcomes[0]].attribute_types == {}
+
+
 def test_send_df_writes_every_row_in_one_commit(spark, queue):
     df = spark.range(500).select(
         F.concat(F.lit("job-"), F.col("id").cast("string")).alias("payload"),
