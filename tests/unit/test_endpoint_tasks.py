@@ -1,0 +1,76 @@
+"""Move tasks on a stand-in dead-letter queue (real threads, no JVM): progress in chunks, a rate
+limit, cancelling between chunks, and a failure reported rather than lost."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from sparkqueue.endpoint.faults import SqsFault
+from sparkqueue.endpoint.tasks import MoveTask, MoveTasks
+
+
+class DeadLetters:
+    """Stands in for a Queue: `start_message_move` moves up to a chunk of what is left."""
+
+    name = "dlq"
+
+    def __init__(self, messages: int, *, fail: bool = False) -> None:
+        self.left = messages
+        self.fail = fail
+        self.chunks: list[int] = []
+        self.moving = threading.Event()
+
+    def stats(self) -> SimpleNamespace:
+        return SimpleNamespace(visible=self.left)
+
+    def start_message_move(self, destination: str | None, max_messages: int) -> int:
+        self.moving.set()
+        if self.fail:
+            raise RuntimeError("the destination is gone")
+        time.sleep(0.05)
+        moved = min(self.left, max_messages)
+        self.left -= moved
+        self.chunks.append(moved)
+        return moved
+
+
+def wait_done(tasks: MoveTasks, source: str) -> MoveTask:
+    deadline = time.monotonic() + 10
+    while (task := tasks.listed(source, 1)[0]).status == "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    return task
+
+
+def test_a_task_moves_everything_in_chunks():
+    tasks, source = MoveTasks(), DeadLetters(2_500)
+    tasks.start(source, None, None)
+    task = wait_done(tasks, "dlq")
+    assert (task.status, task.moved, task.to_move) == ("COMPLETED", 2_500, 2_500)
+    assert source.chunks == [1_000, 1_000, 500]
+
+
+def test_a_rate_limited_task_can_be_cancelled_between_chunks():
+    tasks, source = MoveTasks(), DeadLetters(100)
+    task = tasks.start(source, "back", 10)  # 10 a second
+    with pytest.raises(SqsFault):  # one running task per source
+        tasks.start(source, None, None)
+    source.moving.wait(5)
+    time.sleep(0.3)
+    assert tasks.cancel(task.handle) is task
+    done = wait_done(tasks, "dlq")
+    assert done.status == "CANCELLED" and 10 <= done.moved < 100
+    with pytest.raises(SqsFault) as fault:
+        tasks.cancel(task.handle)
+    assert fault.value.kind.name == "ResourceNotFoundException"
+
+
+def test_a_failed_task_says_why():
+    tasks = MoveTasks()
+    tasks.start(DeadLetters(5, fail=True), None, None)
+    task = wait_done(tasks, "dlq")
+    assert task.status == "FAILED" and "destination is gone" in task.failure
