@@ -15,15 +15,15 @@ def test_killed_consumers_and_redrive_jobs_lose_nothing_and_deliver_nothing_too_
         spark,
         str(tmp_path / "root"),
         tmp_path / "records",
-        seconds=60,
+        seconds=75,
         consumers=2,
-        messages=100,
+        messages=120,
         kill_every=(6.0, 12.0),
         seed=14,
     )
 
     assert report.kills >= 3, report  # consumers and the job in turn, each once it was up
-    assert report.sent == 100
+    assert report.sent == 120
     assert report.lost == [] and report.unsent == [] and report.too_soon == [], report
     assert report.deleted + report.left == report.sent
     assert report.deleted > 0 and report.delivered >= report.deleted
