@@ -94,8 +94,3 @@ def fault_named(code: str, message: str) -> SqsFault:
     """The SQS error for a sparkqueue error code, as a `BatchResult` reports one."""
     cls = next((c for c in _OF_QUEUE_ERROR if c.code == code), None)
     return SqsFault(_OF_QUEUE_ERROR[cls] if cls is not None else "InternalError", message)
-
-
-def code_of(error: errors.QueueError) -> str:
-    """What a batch entry's failure reports as its Code."""
-    return fault_of(error).kind.code

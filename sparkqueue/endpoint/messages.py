@@ -12,11 +12,12 @@ import re
 from typing import Any
 
 from ..errors import InvalidParameterValue, QueueError
-from ..limits import MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
+from ..limits import MAX_WAIT_SECONDS
 from ..model import Message
+from ..rules.checks import check_int
 from ..rules.validation import check_text
 from .digest import TypedValue, md5_of_attributes, md5_of_body
-from .faults import SqsFault, code_of, fault_named
+from .faults import SqsFault, fault_named, fault_of
 from .service import Request
 
 MAX_RECEIVED = 10
@@ -67,12 +68,10 @@ def send_message_batch(request: Request) -> dict[str, Any]:
 def receive_message(request: Request) -> dict[str, Any]:
     queue = request.queue()
     params = request.params
-    count = _in_range(params.get("MaxNumberOfMessages", 1), "MaxNumberOfMessages", 1, MAX_RECEIVED)
-    timeout = params.get("VisibilityTimeout")
-    if timeout is not None:
-        _in_range(timeout, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS)
+    count = check_int("MaxNumberOfMessages", params.get("MaxNumberOfMessages", 1), 1, MAX_RECEIVED)
+    timeout = params.get("VisibilityTimeout")  # checked by Queue.receive
     wait = params.get("WaitTimeSeconds", queue.attributes["receive_wait_time_seconds"])
-    _in_range(wait, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS)
+    check_int("WaitTimeSeconds", wait, 0, MAX_WAIT_SECONDS)
     system = _system_names(
         params.get("AttributeNames", []) + params.get("MessageSystemAttributeNames", [])
     )
@@ -292,20 +291,15 @@ def _batch_result(entries: list[dict[str, Any]], outcomes: dict[str, Any]) -> di
     for item in entries:
         outcome = outcomes[item["Id"]]
         if isinstance(outcome, (SqsFault, QueueError)):
-            fault = outcome if isinstance(outcome, SqsFault) else None
-            code = fault.kind.code if fault else code_of(outcome)  # type: ignore[arg-type]
-            sender = fault.kind.sender if fault else True
+            fault = outcome if isinstance(outcome, SqsFault) else fault_of(outcome)
             failed.append(
-                {"Id": item["Id"], "SenderFault": sender, "Code": code, "Message": str(outcome)}
+                {
+                    "Id": item["Id"],
+                    "SenderFault": fault.kind.sender,
+                    "Code": fault.kind.code,
+                    "Message": fault.message,
+                }
             )
         else:
             successful.append({**outcome, "Id": item["Id"]})
     return {"Successful": successful, "Failed": failed}
-
-
-def _in_range(value: Any, name: str, low: int, high: int) -> int:
-    if not low <= value <= high:
-        raise SqsFault(
-            "InvalidParameterValue", f"value {value} for {name} is invalid: must be {low} to {high}"
-        )
-    return value
