@@ -8,7 +8,7 @@ import binascii
 from typing import Any
 
 from ..attributes import MAX_TAGS
-from ..errors import InvalidParameterValue, QueueDoesNotExist
+from ..errors import InvalidParameterValue
 from . import settings
 from .faults import SqsFault
 from .service import Request
@@ -25,11 +25,9 @@ def create_queue(request: Request) -> dict[str, Any]:
     if "fifo" not in keywords and name.endswith(".fifo"):
         raise SqsFault("InvalidParameterValue", "a FIFO queue needs the attribute FifoQueue=true")
     broker = request.service.broker
-    try:
-        existing = broker.get_queue(name).attributes
-    except (QueueDoesNotExist, InvalidParameterValue):
-        existing = None
-    if existing is not None:
+    found = request.service.find(name)
+    if found is not None:
+        existing = found.attributes
         differ = sorted(k for k, v in keywords.items() if existing.get(k) != v)
         if differ:
             raise SqsFault(
@@ -107,15 +105,8 @@ def list_queue_tags(request: Request) -> dict[str, Any]:
 
 
 def list_dead_letter_source_queues(request: Request) -> dict[str, Any]:
-    broker = request.service.broker
-    target = request.queue_name()
-    broker.get_queue(target)
-    sources = [
-        name
-        for name in broker.list_queues()
-        if broker.get_queue(name).attributes["dead_letter_queue"] == target
-    ]
-    return _page(request, sources, "queueUrls")
+    target = request.queue().name
+    return _page(request, request.service.sources_of(target), "queueUrls")
 
 
 def start_message_move_task(request: Request) -> dict[str, Any]:
@@ -126,11 +117,8 @@ def start_message_move_task(request: Request) -> dict[str, Any]:
     rate = request.params.get("MaxNumberOfMessagesPerSecond")
     if rate is not None and not 1 <= rate <= 500:
         raise SqsFault("InvalidParameterValue", "MaxNumberOfMessagesPerSecond is from 1 to 500")
-    broker = request.service.broker
     queue = _existing(request, source)
-    if not any(
-        broker.get_queue(n).attributes["dead_letter_queue"] == source for n in broker.list_queues()
-    ):
+    if not request.service.sources_of(source):
         raise SqsFault(
             "InvalidParameterValue", f"{source!r} is no queue's dead-letter queue: nothing to move"
         )
@@ -169,10 +157,10 @@ def cancel_message_move_task(request: Request) -> dict[str, Any]:
 
 
 def _existing(request: Request, name: str) -> Any:
-    try:
-        return request.service.broker.get_queue(name)
-    except (QueueDoesNotExist, InvalidParameterValue):
-        raise SqsFault("ResourceNotFoundException", f"there is no queue {name!r}") from None
+    queue = request.service.find(name)
+    if queue is None:
+        raise SqsFault("ResourceNotFoundException", f"there is no queue {name[:80]!r}")
+    return queue
 
 
 def _check_dead_letter_target(request: Request, name: str, keywords: dict[str, Any]) -> None:
@@ -180,12 +168,10 @@ def _check_dead_letter_target(request: Request, name: str, keywords: dict[str, A
     target = keywords.get("dead_letter_queue")
     if target is None:
         return
-    try:
-        policy = request.service.broker.get_queue(target).attributes["redrive_allow_policy"]
-    except (QueueDoesNotExist, InvalidParameterValue):
-        raise SqsFault(
-            "InvalidParameterValue", f"the dead-letter queue {target!r} does not exist"
-        ) from None
+    dead_letters = request.service.find(target)
+    if dead_letters is None:
+        raise SqsFault("InvalidParameterValue", f"the dead-letter queue {target!r} does not exist")
+    policy = dead_letters.attributes["redrive_allow_policy"]
     if not settings.allows_source(policy, request.service.naming.arn(name)):
         raise SqsFault(
             "InvalidParameterValue",

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..broker import Broker
-from ..errors import InvalidParameterValue
+from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..queue import Queue
 from .faults import SqsFault
 from .longpoll import LongPolls
@@ -21,6 +21,21 @@ class Service:
     naming: Naming = field(default_factory=Naming)
     polls: LongPolls = field(default_factory=LongPolls)
     tasks: MoveTasks = field(default_factory=MoveTasks)
+
+    def find(self, name: str) -> Queue | None:
+        """The queue `name`, or None when there is none (or no queue could have that name)."""
+        try:
+            return self.broker.get_queue(name)
+        except (QueueDoesNotExist, InvalidParameterValue):
+            return None
+
+    def sources_of(self, dead_letter_queue: str) -> list[str]:
+        """The queues whose redrive policy names `dead_letter_queue`."""
+        return [
+            name
+            for name in self.broker.list_queues()
+            if self.broker.get_queue(name).attributes["dead_letter_queue"] == dead_letter_queue
+        ]
 
 
 @dataclass(frozen=True)
@@ -48,10 +63,10 @@ class Request:
 
     def queue(self) -> Queue:
         name = self.queue_name()
-        try:
-            return self.service.broker.get_queue(name)
-        except InvalidParameterValue:  # a name no queue can have names no queue, as in SQS
-            raise SqsFault("QueueDoesNotExist", f"there is no queue {name[:80]!r}") from None
+        queue = self.service.find(name)  # a name no queue can have names no queue, as in SQS
+        if queue is None:
+            raise SqsFault("QueueDoesNotExist", f"there is no queue {name[:80]!r}")
+        return queue
 
     def url(self, name: str) -> str:
         return self.service.naming.url(self.origin, name)
