@@ -20,6 +20,10 @@ class Ask:
     wanted: int = 0
     timeout: int = 0
 
+    def messages(self) -> set[str]:
+        """The ids of the messages this ask deletes or changes."""
+        return {ref.message_id for ref in self.retire} | {ref.message_id for ref, _ in self.changes}
+
     @property
     def rows(self) -> int:
         """How many rows this ask may touch: what a round's statement is sized by."""

@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
 from ..limits import DEDUPLICATION_WINDOW, TOMBSTONE_LIFETIME
+from ..model import SentMessage
 from ..store.dml import in_list
 from ..store.schema import ATTRIBUTES_TYPE
 from ..store.storage import Storage
@@ -69,11 +70,17 @@ def in_entry_order(rows: DataFrame) -> DataFrame:
 def with_duplicates_flagged(table: DataFrame) -> DataFrame:
     """Adds `duplicate` and `original_id` (the accepted message it repeats) to a sequenced table.
 
-    A row is accepted when no accepted row with its deduplication id was sent in the five minutes
-    before it; each row replays its id's short history to find the accepted row it falls under.
+    A send is accepted when no accepted send with its deduplication id came in the five minutes
+    before it; each send replays its id's short history to find the accepted one it falls under.
+    Deduplication judges sends only: a row a move copied in keeps its original send time and id
+    but a new place in the sequence, so it is never a duplicate and never makes a later send one
+    (`original_id` is null for it).
     """
+    sent = F.col("moved_from").isNull()
     history = F.collect_list(
-        F.struct(F.unix_micros("sent_at").alias("sent"), F.col("message_id").alias("id"))
+        F.when(
+            sent, F.struct(F.unix_micros("sent_at").alias("sent"), F.col("message_id").alias("id"))
+        )
     ).over(
         Window.partitionBy("deduplication_id")
         .orderBy("sequence_number")
@@ -87,9 +94,11 @@ def with_duplicates_flagged(table: DataFrame) -> DataFrame:
             last["sent"].isNull() | (row["sent"] - last["sent"] >= window_us), row
         ).otherwise(last),
     )["id"]
-    return table.withColumn("original_id", accepted).withColumn(
+    return table.withColumn("original_id", F.when(sent, accepted)).withColumn(
         "duplicate",
-        F.col("deduplication_id").isNotNull() & (F.col("original_id") != F.col("message_id")),
+        sent
+        & F.col("deduplication_id").isNotNull()
+        & (F.col("original_id") != F.col("message_id")),
     )
 
 
@@ -125,9 +134,9 @@ def unless_stale(still_valid: Column, value: Column) -> Column:
     return F.when(still_valid, value).otherwise(F.raise_error(F.lit(STALE_READ_MARKER)))
 
 
-def originals(table: DataFrame, sent: dict[str, str]) -> dict[str, str]:
-    """For each just-sent message id (mapped to its deduplication id), the id of the accepted
-    message it counts as: itself, or the earlier one it repeats."""
+def originals(table: DataFrame, sent: dict[str, str]) -> dict[str, SentMessage]:
+    """For each just-sent message id (mapped to its deduplication id), the accepted message it
+    counts as (itself, or the earlier one it repeats), with that one's sequence number."""
     rows = (
         with_duplicates_flagged(table.where(F.col("deduplication_id").isin(set(sent.values()))))
         .select("message_id", "deduplication_id", "original_id", "sequence_number")
@@ -136,11 +145,13 @@ def originals(table: DataFrame, sent: dict[str, str]) -> dict[str, str]:
     )
     found = {row.message_id: row.original_id for row in rows}
     # A duplicate the redrive job already dropped: the id's latest accepted message stands for it.
-    latest = {row.deduplication_id: row.original_id for row in rows}
-    return {
+    latest = {row.deduplication_id: row.original_id for row in rows if row.original_id}
+    sequence = {row.message_id: row.sequence_number for row in rows}
+    accepted = {
         message_id: found.get(message_id) or latest.get(dedup_id, message_id)
         for message_id, dedup_id in sent.items()
     }
+    return {sent_id: SentMessage(id_, sequence.get(id_)) for sent_id, id_ in accepted.items()}
 
 
 def tombstone_values(prefix: str = "") -> dict[str, Column]:

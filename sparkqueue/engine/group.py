@@ -76,7 +76,10 @@ class GroupCommitter(Generic[Op, Out]):
         """Runs `op` in the next round and returns its own outcome (or raises its own error).
 
         `run` receives a round's operations and returns their outcomes in the same order; if it
-        raises, every operation of that round gets the error.
+        raises, every operation of that round gets the error. A caller interrupted anywhere in
+        here (KeyboardInterrupt, SystemExit) leaves the committer as it found it: its operation
+        leaves the queue, and a lead it held or was handed passes on, so later callers never
+        wait for a leader that is gone.
         """
         me: _Waiter[Op, Out] = _Waiter(op)
         with self._lock:
@@ -84,31 +87,42 @@ class GroupCommitter(Generic[Op, Out]):
             me.leads = not self._leading
             self._leading = True
             self._arrived.notify()
-        if not me.leads:
-            me.woken.wait()  # until a round has run this operation, or it is this caller's turn
-        if me.leads:
-            while not me.done:  # rounds until this caller's own operation has run
-                self._round(run)
-            self._pass_on()
+        try:
+            if not me.leads:
+                me.woken.wait()  # until a round has run this operation, or it is this caller's turn
+            while me.leads and not me.done:  # rounds until this caller's own operation has run
+                self._round(me, run)
+        finally:
+            self._leave(me)
         return me.result()
 
-    def _round(self, run: Callable[[list[Op]], list[Out]]) -> None:
-        with self._lock:
-            expected = self._last_size
-            linger = min(LINGER_SHARE * self._last_seconds, LINGER_MAX_SECONDS)
-            self._arrived.wait_for(lambda: len(self._waiting) >= expected, timeout=linger)
-            size = max(1, min(len(self._waiting), self._take([w.op for w in self._waiting])))
-            batch, self._waiting = self._waiting[:size], self._waiting[size:]
-            self.rounds += 1
-            self.carried += len(batch)
+    def _round(self, me: _Waiter[Op, Out], run: Callable[[list[Op]], list[Out]]) -> None:
+        batch: list[_Waiter[Op, Out]] = []
         began = time.monotonic()
         try:
+            with self._lock:
+                expected = self._last_size
+                linger = min(LINGER_SHARE * self._last_seconds, LINGER_MAX_SECONDS)
+                self._arrived.wait_for(lambda: len(self._waiting) >= expected, timeout=linger)
+                size = max(1, min(len(self._waiting), self._take([w.op for w in self._waiting])))
+                batch, self._waiting = self._waiting[:size], self._waiting[size:]
+                self.rounds += 1
+                self.carried += len(batch)
+            began = time.monotonic()
             outcomes = run([w.op for w in batch])
             if len(outcomes) != len(batch):
                 raise RuntimeError(f"a round of {len(batch)} returned {len(outcomes)} outcomes")
-        except BaseException as error:  # each caller of the round gets it, none hangs
+        except Exception as error:  # each caller of the round gets it, none hangs
             for waiter in batch:
                 waiter.finish(None, error)
+        except BaseException:
+            # The leader itself was interrupted: the others of its round did not ask for that.
+            # They go back to the head of the line and the next leader runs them again, which is
+            # safe because every operation re-checks the rows it changes (a delete that did
+            # commit finds nothing more to do; a claim that did commit times out like any).
+            with self._lock:
+                self._waiting[:0] = [w for w in batch if w is not me and not w.done]
+            raise
         else:
             for waiter, outcome in zip(batch, outcomes, strict=True):
                 waiter.finish(outcome, None)
@@ -117,9 +131,15 @@ class GroupCommitter(Generic[Op, Out]):
                 self._last_size = len(batch) + len(self._waiting)
                 self._last_seconds = time.monotonic() - began
 
-    def _pass_on(self) -> None:
-        """The oldest waiting caller leads the next round, or nobody leads."""
+    def _leave(self, me: _Waiter[Op, Out]) -> None:
+        """Ends `me`'s part: out of the line if it never ran, and the lead, if it holds it, to
+        the oldest waiting caller, or to nobody."""
         with self._lock:
+            if me in self._waiting:  # interrupted before a round took it
+                self._waiting.remove(me)
+            if not me.leads:
+                return
+            me.leads = False
             if self._waiting:
                 nxt = self._waiting[0]
                 nxt.leads = True

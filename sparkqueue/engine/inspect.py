@@ -66,5 +66,12 @@ def peek_df(ctx: QueueContext, record: QueueRecord, max_messages: int) -> DataFr
 
 
 def purge(ctx: QueueContext, record: QueueRecord) -> int:
-    """Deletes every message, in flight or not (FIFO tombstones stay); returns how many."""
-    return ctx.storage.change_where(record.location, is_message(), f"purging {record.name!r}")
+    """Deletes every message, in flight or not; returns how many. A FIFO queue's messages leave
+    tombstones, as every FIFO delete does, so their deduplication ids count for the rest of
+    their window."""
+    return ctx.storage.change_where(
+        record.location,
+        is_message(),
+        f"purging {record.name!r}",
+        values=fifo.retire(record.attributes),
+    )

@@ -38,12 +38,19 @@ def _one(asks: Sequence[Ask]) -> int:
 
 
 def _fitting(asks: Sequence[Ask]) -> int:
-    """The oldest asks whose rows fit one round (a larger ask runs alone)."""
+    """The oldest asks whose rows fit one round (a larger ask runs alone), up to the first that
+    names a message an earlier one of the round names: that one waits for the next round, so
+    that every caller gets the outcome it would get in a round of its own, in the order they
+    asked (a stale handle's delete never voids the current one's, a release never hides
+    behind a heartbeat of the same handle)."""
     rows = 0
+    named: set[str] = set()
     for taken, ask in enumerate(asks):
         rows += ask.rows
-        if rows > ROUND_MAX_ROWS:
+        mine = ask.messages()
+        if rows > ROUND_MAX_ROWS or (taken and not named.isdisjoint(mine)):
             return taken
+        named |= mine
     return len(asks)
 
 

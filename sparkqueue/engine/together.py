@@ -30,7 +30,9 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
     """Every ask's answer, from one transaction (retried whole on conflicts)."""
     if record.attributes.fifo:
         raise ValueError("FIFO rounds carry one ask: a FIFO claim fails or succeeds whole")
-    retire = {ref.message_id: ref for ask in asks for ref in ask.retire}
+    # Every handle counts: a stale one beside the current one for the same message must not hide
+    # it (rounds._fitting keeps two callers' asks on one message apart; this is within one ask).
+    retire = list({ref.handle: ref for ask in asks for ref in ask.retire}.values())
     changes = {ref.handle: (ref, seconds) for ask in asks for ref, seconds in ask.changes}
     wanted = sum(ask.wanted for ask in asks)
     in_flight = gauge(record.location, fifo=False)
@@ -47,7 +49,9 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 limit = error
         won: set[str] = set()
         try:
-            busy = set(retire) | {ref.message_id for ref, _ in changes.values()}
+            busy = {ref.message_id for ref in retire} | {
+                ref.message_id for ref, _ in changes.values()
+            }
             found = [
                 row
                 for row in (candidates(ctx, record, now, granted) if granted else [])
@@ -69,7 +73,7 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 ctx,
                 record,
                 now,
-                retire=list(retire.values()),
+                retire=retire,
                 changes=changing,
                 found=found,
                 issued=issued,
@@ -81,8 +85,8 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 changed = {handle: None for handle in changes}
             else:  # someone else came first somewhere: the table says who holds what
                 won = set(holding(ctx, record, issued)) if found else set()
-                ids = list(retire)
-                shards = [ref.shard for ref in retire.values()]
+                ids = [ref.message_id for ref in retire]
+                shards = [ref.shard for ref in retire]
                 superseded = present(ctx, record, shards, ids) if ids else set()
                 changed = diagnose(ctx, record, changing, now) if changes else {}
         finally:

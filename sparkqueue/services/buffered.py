@@ -74,6 +74,7 @@ class BufferedQueue:
         self._claim_error: Exception | None = None
         self._deletes: dict[str, None] = {}
         self._changes: dict[str, int] = {}
+        self._releases: set[str] = set()  # this client's own releases: never reported to callers
         self._flushed = BatchResult()
         self._flushing = threading.Lock()
         self._closed = threading.Event()
@@ -137,7 +138,7 @@ class BufferedQueue:
             if ends - now >= enough:
                 served.append(message)
             else:
-                self._changes[message.receipt_handle] = 0  # back to the queue at the next flush
+                self._release([message.receipt_handle])  # back to the queue at the next flush
         if len(self._buffer) < self.prefetch / 2:
             self._changed.notify_all()
         return served
@@ -238,12 +239,22 @@ class BufferedQueue:
                     self._flushed.successful.extend(outcome.successful)
                     self._flushed.failed.update(outcome.failed)
 
+    def _release(self, receipt_handles: Sequence[str]) -> None:
+        """Queues messages this client claimed but will not hand out (called holding the lock)."""
+        self._releases.update(receipt_handles)
+        self._changes.update(dict.fromkeys(receipt_handles, 0))
+
     def flush(self) -> BatchResult:
-        """Sends what is queued now; returns every flushed entry's outcome since the last call."""
+        """Sends what is queued now; returns every flushed entry's outcome since the last call
+        (the caller's own entries: the releases this client made are its own business)."""
         self._flush_pending()
         with self._changed:
             result, self._flushed = self._flushed, BatchResult()
-        return result
+            own, self._releases = self._releases, set()
+        return BatchResult(
+            [h for h in result.successful if h not in own],
+            {h: code for h, code in result.failed.items() if h not in own},
+        )
 
     # -- closing ------------------------------------------------------------------------------------
 
@@ -260,14 +271,9 @@ class BufferedQueue:
             for thread in self._threads:
                 thread.join(join_seconds)
         with self._changed:
-            released = {message.receipt_handle for message, _ in self._buffer}
+            self._release([message.receipt_handle for message, _ in self._buffer])
             self._buffer.clear()
-            self._changes.update(dict.fromkeys(released, 0))
-        result = self.flush()
-        return BatchResult(  # the releases are this client's own business, not the caller's
-            [h for h in result.successful if h not in released],
-            {h: code for h, code in result.failed.items() if h not in released},
-        )
+        return self.flush()
 
     def _check_open(self) -> None:
         if self._closed.is_set():
@@ -289,17 +295,32 @@ class BufferedQueue:
         self.close()
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        """Flushes and releases, then does what the signal did before this client was entered.
+        """Closes on a thread of its own, then does what the signal did before this client was
+        entered.
 
-        The main thread may have been interrupted holding the lock a claim needs to finish, so
-        the wait for the background threads is bounded here."""
-        self._close(join_seconds=SIGNAL_JOIN_SECONDS)
+        The handler runs on the interrupted main thread, which may hold a lock the closing needs
+        (this client's, or the lead of a round in the queue's group committer): closing there
+        could wait for itself. So a closing thread flushes and releases; the previous handler
+        (Python's raises KeyboardInterrupt) runs at once, and unwinding the `with` block waits
+        for the closing. Where the signal's default was to end the process, the closing thread
+        ends it once it is done (within SIGNAL_JOIN_SECONDS for the background threads)."""
         previous = self._previous_handlers.get(signum)
         self._restore_handlers()
+        closing = threading.Thread(
+            target=self._close_then_signal,
+            args=(signum, previous == signal.SIG_DFL),
+            name="sparkqueue-close",
+        )
+        closing.start()
         if callable(previous):
             previous(signum, frame)
-        elif previous == signal.SIG_DFL:
-            os.kill(os.getpid(), signum)
+
+    def _close_then_signal(self, signum: int, resignal: bool) -> None:
+        try:
+            self._close(join_seconds=SIGNAL_JOIN_SECONDS)
+        finally:
+            if resignal:  # the default disposition is back: the process ends as it would have
+                os.kill(os.getpid(), signum)
 
     def _restore_handlers(self) -> None:
         for signum, handler in self._previous_handlers.items():

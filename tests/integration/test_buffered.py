@@ -99,3 +99,72 @@ def test_sigterm_flushes_the_queued_deletes_and_releases_the_prefetch(spark, tmp
     assert child.returncode == -signal.SIGTERM  # and then terminated as the signal says
     stats = queue.stats()
     assert (stats.visible, stats.in_flight) == (6, 0)  # 2 deleted, 3 prefetched released
+
+
+INTERRUPTED = """
+import os, signal, sys, threading, time
+from sparkqueue import Broker, spark_session
+queue = Broker(spark_session(), sys.argv[1]).get_queue("signalled")
+with queue.buffered(prefetch=5, flush_interval=3600, max_pending=1000) as q:
+    for message in q.receive(2):
+        q.delete(message.receipt_handle)
+
+    def interrupt():  # Ctrl-C while the main thread flushes (holding the flush, leading a round)
+        while not q._flushing.locked():
+            time.sleep(0.001)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        q.flush()
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+# the queue still serves this broker: its committer is not left waiting for a gone leader
+queue.send("after")
+[after] = queue.receive(1, visibility_timeout=0)
+queue.delete(after.receipt_handle)
+print("served", flush=True)
+"""
+
+
+def test_ctrl_c_during_a_flush_neither_hangs_nor_stops_the_queue(spark, tmp_path):
+    """The signal handler used to flush on the interrupted thread, which held the flush lock
+    (and led the round): the process hung. Now the close runs on a thread of its own."""
+    root = str(tmp_path / "root")
+    queue = Broker(spark, root).create_queue("signalled", visibility_timeout=3600)
+    queue.send_batch([f"m{i}" for i in range(8)])
+    child = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED, root],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    try:
+        out, err = child.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, err = child.communicate()
+        pytest.fail(f"the interrupted process hung: {out!r} {err[-3000:]}")
+    assert child.returncode == 0 and out.split() == ["interrupted", "served"], err[-3000:]
+    stats = queue.stats()
+    # the 3 prefetched messages were released; the 2 handed out are deleted, or (when the
+    # interrupt cut their flush short) in flight until their timeout, never lost
+    assert stats.visible == 3 + 3 and stats.in_flight in (0, 2)
+
+
+def test_the_buffered_client_refuses_fifo_queues(broker):
+    fifo = broker.create_queue("ordered.fifo", fifo=True)
+    with pytest.raises(InvalidParameterValue, match="FIFO"):
+        fifo.buffered()
+
+
+def test_flush_reports_the_callers_entries_not_the_clients_own_releases(queue, clock):
+    queue.send_batch([f"m{i}" for i in range(4)])
+    with queue.buffered(prefetch=4, visibility_timeout=30, flush_interval=3600) as q:
+        [first] = q.receive(1)
+        clock.advance(16)  # the other three have too little time left: released, not served
+        assert q.receive(1) == []  # nothing else is visible until the releases are flushed
+        q.delete(first.receipt_handle)
+        outcome = q.flush()
+        assert outcome.successful == [first.receipt_handle] and outcome.failed == {}

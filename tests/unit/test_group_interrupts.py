@@ -1,0 +1,155 @@
+"""A caller of the group committer interrupted by Ctrl-C (a real SIGINT to the main thread) at
+each point it can be: waiting, lingering as leader, leading a round. The committer keeps serving
+everyone else; nobody waits for a leader that is gone (no JVM)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from sparkqueue.engine.group import GroupCommitter
+
+
+@pytest.fixture(autouse=True)
+def interruptible() -> Iterator[None]:
+    """Python's own SIGINT handler (KeyboardInterrupt), whatever the test runner installed."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def interrupt_when(ready: Callable[[], bool]) -> threading.Thread:
+    """Sends SIGINT to this process (Python runs it on the main thread) once `ready()`."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 10
+        while not ready() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher
+
+
+def submit_on_threads(committer: GroupCommitter, run, ops: list[int]) -> dict[int, object]:
+    results: dict[int, object] = {}
+
+    def call(op: int) -> None:
+        try:
+            results[op] = committer.submit(op, run)
+        except Exception as error:
+            results[op] = error
+
+    threads = [threading.Thread(target=call, args=(op,), daemon=True) for op in ops]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+        assert not thread.is_alive(), "a caller hangs: the committer is led by nobody"
+    return results
+
+
+def times_ten(ops: list[int]) -> list[int]:
+    return [op * 10 for op in ops]
+
+
+def test_a_caller_interrupted_while_waiting_leaves_the_line():
+    committer: GroupCommitter[int, int] = GroupCommitter()
+    leading, release = threading.Event(), threading.Event()
+
+    def slow_first(ops: list[int]) -> list[int]:
+        if 1 in ops:
+            leading.set()
+            release.wait(10)
+        return times_ten(ops)
+
+    leader = threading.Thread(target=committer.submit, args=(1, slow_first), daemon=True)
+    leader.start()
+    assert leading.wait(5)
+    watcher = interrupt_when(lambda: len(committer._waiting) == 1)
+    with pytest.raises(KeyboardInterrupt):
+        committer.submit(2, slow_first)  # waits behind the round of 1
+    watcher.join()
+    release.set()
+    leader.join(5)
+    assert not leader.is_alive()
+    assert submit_on_threads(committer, times_ten, [3, 4, 5]) == {3: 30, 4: 40, 5: 50}
+    assert committer.submit(6, times_ten) == 60
+
+
+def test_a_leader_interrupted_while_lingering_passes_the_lead_on():
+    committer: GroupCommitter[int, int] = GroupCommitter()
+
+    def slow(ops: list[int]) -> list[int]:
+        time.sleep(0.8)
+        return times_ten(ops)
+
+    submit_on_threads(committer, slow, [1, 2, 3])  # callers about: the next leader lingers
+    lingering = threading.Event()
+
+    def run(ops: list[int]) -> list[int]:
+        return times_ten(ops)
+
+    original_wait_for = committer._arrived.wait_for
+
+    def wait_for(predicate, timeout=None):  # observe the linger begin, then linger for real
+        lingering.set()
+        return original_wait_for(predicate, timeout)
+
+    committer._arrived.wait_for = wait_for  # type: ignore[method-assign]
+    watcher = interrupt_when(lingering.is_set)
+    with pytest.raises(KeyboardInterrupt):
+        committer.submit(7, run)
+    watcher.join()
+    committer._arrived.wait_for = original_wait_for  # type: ignore[method-assign]
+    assert submit_on_threads(committer, run, [8, 9]) == {8: 80, 9: 90}
+
+
+def test_a_leader_interrupted_in_its_round_hands_the_others_to_the_next_leader():
+    """The interrupt is the leader's own: the callers that shared its round are run again by the
+    next leader and get their real outcomes, not a KeyboardInterrupt of somebody else's."""
+    committer: GroupCommitter[int, int] = GroupCommitter()
+    leading, release, in_round = threading.Event(), threading.Event(), threading.Event()
+    main = threading.main_thread()
+
+    def run(ops: list[int]) -> list[int]:
+        if 1 in ops:  # the first round holds until the others queue behind it
+            leading.set()
+            release.wait(10)
+        elif threading.current_thread() is main:
+            in_round.set()
+            time.sleep(5)  # interrupted here
+        return times_ten(ops)
+
+    first = threading.Thread(target=committer.submit, args=(1, run), daemon=True)
+    first.start()
+    assert leading.wait(5)
+    results: dict[int, object] = {}
+    other = threading.Thread(
+        target=lambda: results.__setitem__(3, committer.submit(3, run)), daemon=True
+    )
+
+    def queue_behind() -> None:  # the main thread is waiting; another caller joins the line
+        while len(committer._waiting) < 1:
+            time.sleep(0.002)
+        other.start()
+        while len(committer._waiting) < 2:
+            time.sleep(0.002)
+        release.set()  # the first round ends; the main thread leads the next, with caller 3
+
+    helper = threading.Thread(target=queue_behind, daemon=True)
+    helper.start()
+    watcher = interrupt_when(in_round.is_set)
+    with pytest.raises(KeyboardInterrupt):
+        committer.submit(2, run)
+    watcher.join()
+    other.join(10)
+    assert not other.is_alive(), "the other caller of the interrupted round hangs"
+    assert results == {3: 30}
+    assert committer.submit(4, run) == 40
