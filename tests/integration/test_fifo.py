@@ -39,13 +39,26 @@ def by_group(messages) -> dict[str, list[str]]:
     return groups
 
 
+def test_fifo_takes_an_explicit_zero_delay_and_returns_sequence_numbers(fifo):
+    """SQS refuses only a non-zero per-message delay on FIFO; `send_messages` gives each message
+    the sequence number its receivers see."""
+    fifo.send("a", group_id="g", deduplication_id="a", delay_seconds=0)
+    sent = fifo.send_messages([{"body": "b", "group_id": "g", "deduplication_id": "b",
+                                "delay_seconds": 0}, {"body": "c", "group_id": "g",
+                                "deduplication_id": "c"}])  # fmt: skip
+    numbers = [s.sequence_number for s in sent]
+    assert numbers == sorted(numbers) and None not in numbers
+    got = fifo.receive(10)
+    assert [(m.body, m.sequence_number) for m in got][1:] == list(zip("bc", numbers, strict=True))
+
+
 def test_fifo_send_rules_reject_and_write_nothing(broker, fifo, spark):
     with pytest.raises(MissingParameter, match="group_id"):
         fifo.send("x", deduplication_id="d")
     with pytest.raises(MissingParameter, match="deduplication_id"):
         fifo.send("x", group_id="g")
     with pytest.raises(InvalidParameterValue, match="per-message delay_seconds"):
-        fifo.send("x", group_id="g", deduplication_id="d", delay_seconds=0)
+        fifo.send("x", group_id="g", deduplication_id="d", delay_seconds=5)
     with pytest.raises(MissingParameter, match="entry 1: a FIFO queue needs group_id"):
         fifo.send_batch([entry("a", "g"), {"body": "b", "deduplication_id": "b"}])
     frame = spark.createDataFrame(
@@ -54,7 +67,7 @@ def test_fifo_send_rules_reject_and_write_nothing(broker, fifo, spark):
     with pytest.raises(MissingParameter, match="group_id=<column>"):
         fifo.send_df(frame, deduplication_id="d")
     with pytest.raises(InvalidParameterValue, match="per-message delay_seconds"):
-        fifo.send_df(frame, group_id="g", deduplication_id="d", delay_seconds=0)
+        fifo.send_df(frame, group_id="g", deduplication_id="d", delay_seconds=5)
     with pytest.raises(InvalidParameterValue, match="the group id is missing"):
         fifo.send_df(frame, group_id="g", deduplication_id="d")
     with pytest.raises(InvalidParameterValue, match="must be FIFO too"):
@@ -252,3 +265,15 @@ def test_concurrent_producers_with_one_deduplication_id_make_one_delivery(broker
     delivered = drain(queue)
     assert [m.deduplication_id for m in delivered] == ["o0", "o1", "o2"]
     assert [m.message_id for m in delivered] == returned[0]
+
+
+def test_purge_keeps_the_deduplication_ids_of_the_purged(fifo, clock):
+    """As every FIFO delete: a purged message's id still deduplicates for the rest of its window."""
+    original = fifo.send("before the purge", group_id="g", deduplication_id="p")
+    assert fifo.purge() == 1
+    clock.advance(60)
+    assert fifo.send("again", group_id="g", deduplication_id="p") == original
+    assert fifo.receive(10) == []
+    clock.advance(241)  # five minutes after the original: a new message
+    assert fifo.send("later", group_id="g", deduplication_id="p") != original
+    assert [m.body for m in fifo.receive(10)] == ["later"]

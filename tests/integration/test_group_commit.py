@@ -171,3 +171,66 @@ def test_a_heartbeat_keeps_a_three_second_timeout_on_a_real_clock(spark, tmp_pat
     assert stolen == []
     assert beat.beats >= 4
     queue.delete(message.receipt_handle)  # still this receive's handle: never superseded
+
+
+def test_a_stale_handle_beside_the_current_one_never_voids_the_delete(broker, clock):
+    """One ask holding a superseded handle and the current one of a message: the message is
+    deleted, as a round of its own does (the round used to keep one handle per message)."""
+    queue = broker.create_queue("stale", visibility_timeout=30)
+    queue.send("only")
+    [stale] = queue.receive(1, visibility_timeout=0)
+    [current] = queue.receive(1)
+    ctx = queue._ctx.quick
+    [stale_ref, current_ref] = parsed(queue, [stale, current])
+    [answer] = together.run(ctx, ctx.record(queue.name), [Ask(retire=(current_ref, stale_ref))])
+    assert answer.superseded == frozenset()
+    assert queue.stats().in_flight == 0 and queue.stats().visible == 0
+
+
+def test_callers_naming_one_message_get_what_rounds_of_their_own_give(broker, clock):
+    """A delete with a superseded handle and one with the current handle, and a heartbeat and a
+    release of one handle, each pair queued behind a slow round so that they could share the
+    next: each caller's outcome is the one it gets alone, in the order they asked."""
+    queue = broker.create_queue("pairs", visibility_timeout=30)
+    queue.send("deleted")
+    [stale] = queue.receive(1, visibility_timeout=0)
+    [current] = queue.receive(1)
+    assert stale.message_id == current.message_id
+    queue.send("released")
+    [other] = queue.receive(1)
+    record = queue._ctx.record(queue.name)
+    committer = queue._ctx.commits.of(record.location, len)
+    outcomes: dict[str, object] = {}
+
+    def call(name: str, action) -> None:
+        try:
+            outcomes[name] = action()
+        except Exception as error:
+            outcomes[name] = error.code
+
+    def in_line(*calls) -> None:
+        """The calls, each on a thread, queued one after the other behind a slow receive."""
+        before = committer.rounds
+        leader = threading.Thread(target=lambda: queue.receive(10, wait_time_seconds=0))
+        leader.start()
+        while committer.rounds == before:  # the receive leads a round now
+            time.sleep(0.001)
+        threads = []
+        for name, action in calls:
+            threads.append(threading.Thread(target=call, args=(name, action)))
+            threads[-1].start()
+            time.sleep(0.05)
+        for thread in [leader, *threads]:
+            thread.join(60)
+
+    in_line(
+        ("current", lambda: queue.delete(current.receipt_handle)),
+        ("stale", lambda: queue.delete(stale.receipt_handle)),
+    )
+    assert outcomes["current"] is None  # deleted; the stale handle then finds nothing to void
+    in_line(
+        ("heartbeat", lambda: queue.change_visibility(other.receipt_handle, 600)),
+        ("release", lambda: queue.change_visibility(other.receipt_handle, 0)),
+    )
+    assert outcomes["heartbeat"] is None and outcomes["release"] is None
+    assert [m.body for m in queue.receive(10)] == ["released"]  # the release came last
