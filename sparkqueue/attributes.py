@@ -9,6 +9,7 @@ from typing import Any
 
 from .errors import InvalidParameterValue
 from .limits import (
+    DEFAULT_MESSAGE_BYTES,
     DEFAULT_RETENTION_SECONDS,
     DEFAULT_SHARDS,
     DEFAULT_VISIBILITY_SECONDS,
@@ -46,7 +47,7 @@ class QueueAttributes:
     visibility_timeout: int = DEFAULT_VISIBILITY_SECONDS
     delay_seconds: int = 0
     retention_seconds: int = DEFAULT_RETENTION_SECONDS
-    max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_message_bytes: int = DEFAULT_MESSAGE_BYTES
     dead_letter_queue: str | None = None
     max_receive_count: int | None = None
     fifo: bool = False
@@ -59,6 +60,10 @@ class QueueAttributes:
     redrive_allow_policy: str | None = None
     # Labels and timestamps, as SQS keeps them with a queue; `create_queue` compares none of them.
     tags: dict[str, str] = field(default_factory=dict, compare=False)
+    # SQS attributes that clients set and read back but sparkqueue does not act on (an access
+    # Policy, KMS settings, high-throughput FIFO modes), kept in SQS's spelling: the SQS endpoint
+    # validates and returns them (endpoint/settings.py). Not compared, as tags.
+    sqs_metadata: dict[str, str] = field(default_factory=dict, compare=False)
     created_at: float = field(default=0.0, compare=False)  # epoch seconds
     modified_at: float = field(default=0.0, compare=False)
 
@@ -81,6 +86,10 @@ class QueueAttributes:
         if self.redrive_allow_policy is not None and not isinstance(self.redrive_allow_policy, str):
             raise InvalidParameterValue("redrive_allow_policy must be a JSON str or None")
         _check_tags(self.tags)
+        if not isinstance(self.sqs_metadata, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in self.sqs_metadata.items()
+        ):
+            raise InvalidParameterValue("sqs_metadata must be a dict of str keys to str values")
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

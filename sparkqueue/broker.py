@@ -17,10 +17,10 @@ from .engine.context import QueueContext
 from .errors import InvalidParameterValue
 from .limits import (
     ATTRIBUTE_CACHE_SECONDS,
+    DEFAULT_MESSAGE_BYTES,
     DEFAULT_RETENTION_SECONDS,
     DEFAULT_SHARDS,
     DEFAULT_VISIBILITY_SECONDS,
-    MAX_MESSAGE_BYTES,
 )
 from .model import RedriveReport
 from .queue import Queue
@@ -97,7 +97,7 @@ class Broker:
         visibility_timeout: int = DEFAULT_VISIBILITY_SECONDS,
         delay_seconds: int = 0,
         retention_seconds: int = DEFAULT_RETENTION_SECONDS,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        max_message_bytes: int = DEFAULT_MESSAGE_BYTES,
         dead_letter_queue: str | None = None,
         max_receive_count: int | None = None,
         fifo: bool = False,
@@ -106,6 +106,7 @@ class Broker:
         receive_wait_time_seconds: int = 0,
         redrive_allow_policy: str | None = None,
         tags: dict[str, str] | None = None,
+        sqs_metadata: dict[str, str] | None = None,
     ) -> Queue:
         """Creates a queue, or returns it when it exists with exactly these attributes (tags are
         not compared, as in SQS)."""
@@ -123,6 +124,7 @@ class Broker:
             receive_wait_time_seconds=receive_wait_time_seconds,
             redrive_allow_policy=redrive_allow_policy,
             tags={} if tags is None else tags,
+            sqs_metadata={} if sqs_metadata is None else sqs_metadata,
         )
         lifecycle.create_queue(self.context.quick, name, attributes)
         return Queue(self.context, name)

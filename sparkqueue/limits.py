@@ -12,7 +12,15 @@ MAX_DELAY_SECONDS = 900
 MIN_RETENTION_SECONDS = 60
 MAX_RETENTION_SECONDS = 1_209_600
 MIN_MESSAGE_BYTES = 1024
-MAX_MESSAGE_BYTES = 262_144
+MAX_MESSAGE_BYTES = 1_048_576  # SQS's ceiling (and its default) since 2025
+# The Python API's default max_message_bytes (the contract's, SQS's before 2025); the SQS endpoint
+# creates queues with SQS's default, MAX_MESSAGE_BYTES.
+DEFAULT_MESSAGE_BYTES = 262_144
+# A SendMessageBatch's messages together: SQS's fixed total, whatever each queue's own limit.
+MAX_BATCH_BYTES = MAX_MESSAGE_BYTES
+MIN_KMS_REUSE_SECONDS = 60  # KmsDataKeyReusePeriodSeconds
+MAX_KMS_REUSE_SECONDS = 86_400
+MAX_POLICY_CHARACTERS = 20_480  # a queue's access Policy document, kept (not enforced) here
 MAX_RECEIVE_COUNT = 1000  # the highest max_receive_count a redrive policy may name
 MAX_ATTRIBUTES = 10
 MAX_ATTRIBUTE_NAME_LENGTH = 256
@@ -20,9 +28,20 @@ MAX_ID_LENGTH = 128  # group and deduplication ids
 MAX_RECEIVE = 10_000  # receive(max_messages=...)
 MAX_RECEIVE_DF = 10_000_000  # receive_df, peek_df, start_message_move
 MAX_WAIT_SECONDS = 20
-# The SQS endpoint refuses larger request bodies unread: a batch of messages at the size limit,
-# with room for the JSON or form encoding's escapes.
-MAX_REQUEST_BYTES = 4 * MAX_MESSAGE_BYTES
+# The SQS endpoint refuses larger request bodies unread. A batch of messages at the size limit
+# fits with room for its encoding (the query protocol's %XX triples a non-ASCII byte, JSON's \uXXXX
+# doubles a 3-byte character), so an oversized message or batch is judged by the message rules
+# (InvalidParameterValue, BatchRequestTooLong), not refused as a request.
+MAX_REQUEST_BYTES = 4 * MAX_BATCH_BYTES
+# The endpoint closes a connection that sends nothing for this long while it waits for (or reads)
+# a request; answers are not bounded by it, so a 20-second long poll is unaffected.
+ENDPOINT_READ_TIMEOUT_SECONDS = 30.0
+# Connections the endpoint serves at once (each is a thread; a long poll holds one for up to 20 s);
+# one more is answered 503 ServiceUnavailable, which SDKs retry.
+ENDPOINT_MAX_CONNECTIONS = 128
+# How long the endpoint trusts that a queue it found still exists (and what it is) before
+# asking the broker again; the broker's registry cache lives as long (ATTRIBUTE_CACHE_SECONDS).
+QUEUE_LOOKUP_CACHE_SECONDS = 5.0
 IN_FLIGHT_LIMITS = {False: 120_000, True: 20_000}  # standard, FIFO
 DEDUPLICATION_WINDOW = timedelta(minutes=5)
 

@@ -28,6 +28,16 @@ MESSAGE_FIELDS = tuple(Message.__dataclass_fields__)
 
 
 @dataclass(frozen=True)
+class SentMessage:
+    """What a send accepted: the message's id (a FIFO duplicate's: the one it repeats) and, on a
+    FIFO queue, its sequence number, the one its receivers see (read back after the commit that
+    assigned it; None on standard queues)."""
+
+    message_id: str
+    sequence_number: int | None = None
+
+
+@dataclass(frozen=True)
 class QueueStats:
     """A snapshot of a queue's depth, like SQS's Approximate* metrics."""
 

@@ -14,7 +14,7 @@ from .engine.context import QueueContext
 from .engine.moves import Mover
 from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist, QueueError
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
-from .model import BatchResult, ConsumeReport, Message, QueueStats
+from .model import BatchResult, ConsumeReport, Message, QueueStats, SentMessage
 from .rules.checks import (
     check_int,
     check_list,
@@ -79,7 +79,8 @@ class Queue:
         }
         ctx = self._ctx.quick
         record = ctx.record(self.name)
-        return send.send_entries(ctx, record, [send.normalize_entry(entry, record.attributes)])[0]
+        entries = [send.normalize_entry(entry, record.attributes)]
+        return send.send_entries(ctx, record, entries)[0].message_id
 
     def send_batch(self, entries: Sequence[str | dict[str, Any]]) -> list[str]:
         """Sends every entry in one commit, or none of them if any entry is invalid."""
@@ -87,12 +88,21 @@ class Queue:
         for index, outcome in enumerate(outcomes):
             if isinstance(outcome, InvalidParameterValue):
                 raise type(outcome)(f"entry {index}: {outcome.message}")
-        return self._send_valid(outcomes)  # type: ignore[return-value]
+        return [sent.message_id for sent in self._send_valid(outcomes)]  # type: ignore[union-attr]
 
     def send_each(self, entries: Sequence[str | dict[str, Any]]) -> list[str | QueueError]:
         """Sends the valid entries in one commit; per entry its message id, or the error that
         kept it out (SQS's SendMessageBatch: one bad entry does not fail the others)."""
-        return self._send_valid(self._checked("send_each", entries))
+        return [
+            o.message_id if isinstance(o, SentMessage) else o
+            for o in self._send_valid(self._checked("send_each", entries))
+        ]
+
+    def send_messages(
+        self, entries: Sequence[str | dict[str, Any]]
+    ) -> list[SentMessage | QueueError]:
+        """`send_each` with each message's FIFO sequence number (what the SQS endpoint returns)."""
+        return self._send_valid(self._checked("send_messages", entries))
 
     def _checked(
         self, what: str, entries: Sequence[str | dict[str, Any]]
@@ -111,7 +121,7 @@ class Queue:
 
     def _send_valid(
         self, outcomes: list[send.SendEntry | InvalidParameterValue]
-    ) -> list[str | QueueError]:
+    ) -> list[SentMessage | QueueError]:
         ctx = self._ctx.quick
         valid = [o for o in outcomes if isinstance(o, send.SendEntry)]
         ids = iter(send.send_entries(ctx, ctx.record(self.name), valid) if valid else [])
@@ -241,6 +251,12 @@ class Queue:
         `flush_interval` s or at `max_pending` entries. A prefetched message is handed out only
         while at least `min_visibility_share` of its visibility timeout (the queue's, or
         `visibility_timeout`) is left; unserved ones are released when the client closes."""
+        if self._ctx.record(self.name).attributes.fifo:
+            raise InvalidParameterValue(
+                f"{self.name!r} is a FIFO queue: the buffered client serves standard queues only"
+                " (as SQS's does), since prefetching would hand one group's messages to several"
+                " callers at once; use receive() on FIFO queues"
+            )
         check_int("prefetch", prefetch, 1, MAX_RECEIVE)
         check_int("max_pending", max_pending, 1, MAX_RECEIVE)
         interval = check_seconds("flush_interval", flush_interval, allow_zero=False)

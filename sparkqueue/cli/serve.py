@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..limits import ENDPOINT_MAX_CONNECTIONS, REDRIVE_EVERY_SECONDS
 from . import render
 from .app import CatalogOption, RootOption, command, open_broker
 
@@ -21,21 +22,45 @@ def serve(
     account: Annotated[
         str, typer.Option(help="The account id in queue URLs and ARNs.")
     ] = "000000000000",
-    region: Annotated[str, typer.Option(help="The region in queue ARNs.")] = "us-east-1",
+    region: Annotated[
+        str | None,
+        typer.Option(help="Serve this region only (default: any; ARNs say us-east-1)."),
+    ] = None,
+    redrive_every: Annotated[
+        float, typer.Option(help="Seconds between redrive passes over the queues (0: none).")
+    ] = REDRIVE_EVERY_SECONDS,
     keys_file: Annotated[
         str | None,
         typer.Option(help="key:secret lines to accept (else $SPARKQUEUE_ACCESS_KEYS)."),
     ] = None,
+    tls_cert: Annotated[
+        str | None, typer.Option(help="Serve HTTPS with this PEM certificate (chain) file.")
+    ] = None,
+    tls_key: Annotated[str | None, typer.Option(help="The PEM private key of --tls-cert.")] = None,
+    max_connections: Annotated[
+        int, typer.Option(help="Connections served at once; one more is answered 503.")
+    ] = ENDPOINT_MAX_CONNECTIONS,
     root: RootOption = None,
     catalog: CatalogOption = None,
 ) -> None:
     """Serves the queues over Amazon SQS's HTTP API, for boto3, the AWS CLI and any AWS SDK."""
     from ..endpoint import AccessKeys, SqsEndpoint
+    from ..endpoint.transport import tls_context
 
     keys = AccessKeys.configured(keys_file)
+    tls_context(tls_cert, tls_key)  # a bad pair fails now, not after Spark has started
     broker = open_broker(root, catalog)
     endpoint = SqsEndpoint(
-        broker, host=host, port=port, access_keys=keys, account=account, region=region
+        broker,
+        host=host,
+        port=port,
+        access_keys=keys,
+        account=account,
+        region=region,
+        redrive_every=redrive_every,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        max_connections=max_connections,
     )
     done = threading.Event()
 

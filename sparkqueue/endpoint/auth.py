@@ -3,10 +3,18 @@
 The server recomputes the signature of each request from the headers the client says it signed,
 the body and the secret of the access key named in the credential scope; a request passes only
 when the two agree and its date is within SQS's 15 minutes of the server's clock.
+
+A signature only protects what it covers, and whoever captures a signed request may replay it
+for 15 minutes with anything it does not cover changed. So the headers that decide what a request
+does must be signed (Host, X-Amz-Target, Content-Type and every X-Amz-* header present), and the
+payload hash is always the body's own SHA-256: a signed `X-Amz-Content-SHA256` (which the JS SDK
+sends, and which botocore's signer takes as the hash) must equal it, and `UNSIGNED-PAYLOAD` is
+refused. The headers come from the server's one lower-cased map (`transport.Headers`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import re
@@ -17,14 +25,18 @@ from pathlib import Path
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
+from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
 from ..errors import InvalidParameterValue
 from .faults import SqsFault
+from .transport import Headers
 
 ACCESS_KEYS_VARIABLE = "SPARKQUEUE_ACCESS_KEYS"
 SIGNING_SERVICE = "sqs"
 MAX_CLOCK_SKEW = timedelta(minutes=15)
+# Headers that must be signed whenever present (and every x-amz-* one): what the request does.
+MUST_SIGN = ("host", "x-amz-target", "content-type")
 _AUTHORIZATION = re.compile(
     r"AWS4-HMAC-SHA256 Credential=(?P<key>[^/,\s]+)/(?P<date>[0-9]{8})/(?P<region>[^/,\s]+)"
     r"/(?P<service>[^/,\s]+)/aws4_request,\s*SignedHeaders=(?P<headers>[a-z0-9;_.-]+),"
@@ -70,15 +82,16 @@ def check_signature(
     keys: AccessKeys,
     method: str,
     url: str,
-    headers: Mapping[str, str],
+    headers: Headers,
     body: bytes,
     now: datetime,
 ) -> str | None:
     """The access key that signed the request (None when no keys are configured); SqsFault when
-    the request is unsigned, signed with an unknown key, badly signed or too old."""
+    the request is unsigned, signed with an unknown key, badly signed, signed over too little or
+    too old. `url` is the request's URL as the client addressed it (the Host header's)."""
     if not keys:
         return None
-    authorization = headers.get("Authorization")
+    authorization = headers.get("authorization")
     if authorization is None:
         raise SqsFault(
             "MissingAuthenticationToken", "the request is not signed (AWS Signature Version 4)"
@@ -89,7 +102,7 @@ def check_signature(
     secret = keys.secrets.get(found["key"])
     if secret is None:
         raise SqsFault("InvalidClientTokenId", "the access key is not one this server accepts")
-    stamp = headers.get("X-Amz-Date", "")
+    stamp = headers.get("x-amz-date") or ""
     try:
         signed_at = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
     except ValueError:
@@ -97,17 +110,35 @@ def check_signature(
     if abs(now - signed_at) > MAX_CLOCK_SKEW or stamp[:8] != found["date"]:
         raise SqsFault("RequestExpired", "the request's date is over 15 minutes from the server's")
     names = found["headers"].split(";")
-    if "host" not in names:
-        raise SqsFault("IncompleteSignature", "the signature must cover the Host header")
-    lowered = {name.lower(): value for name, value in headers.items()}
-    request = AWSRequest(
-        method=method,
-        url=url,
-        data=body,
-        headers={name: lowered.get(name, "") for name in names},
+    unsigned = sorted(
+        name
+        for name in headers.values
+        if (name in MUST_SIGN or name.startswith("x-amz-")) and name not in names
     )
+    if "host" not in names or unsigned:
+        raise SqsFault(
+            "IncompleteSignature",
+            f"the signature must cover the Host header and {', '.join(MUST_SIGN[1:])} and every"
+            f" X-Amz-* header present; it leaves out {', '.join(unsigned) or 'host'}",
+        )
+    absent = [name for name in names if name not in headers]
+    if absent:
+        raise SqsFault(
+            "IncompleteSignature", f"the request lacks the signed header(s) {', '.join(absent)}"
+        )
+    payload = hashlib.sha256(body).hexdigest()
+    claimed = headers.get("x-amz-content-sha256")
+    if claimed is not None and claimed.lower() != payload:
+        raise SqsFault(
+            "SignatureDoesNotMatch",
+            "X-Amz-Content-SHA256 must be the SHA-256 of the body (UNSIGNED-PAYLOAD is refused)",
+        )
+    signed = {name: headers.values[name] for name in names}
+    request = AWSRequest(method=method, url=url, data=body, headers=signed)
     request.context["timestamp"] = stamp
-    signer = SigV4Auth(Credentials(found["key"], secret), found["service"], found["region"])
+    signer = _Verifier(
+        Credentials(found["key"], secret), found["service"], found["region"], signed, payload
+    )
     expected = signer.signature(
         signer.string_to_sign(request, signer.canonical_request(request)), request
     )
@@ -116,3 +147,31 @@ def check_signature(
             "SignatureDoesNotMatch", "the request signature does not match the one computed"
         )
     return found["key"]
+
+
+class _Verifier(SigV4Auth):
+    """botocore's SigV4 computation over exactly the headers the client signed and the body's own
+    hash. botocore's client-side choices (headers it never signs, such as User-Agent; a payload
+    hash taken from X-Amz-Content-SHA256, or UNSIGNED-PAYLOAD over https) are for signing a
+    request, not for checking one that another SDK signed."""
+
+    def __init__(
+        self,
+        credentials: Credentials,
+        service: str,
+        region: str,
+        signed: Mapping[str, str],
+        payload: str,
+    ) -> None:
+        super().__init__(credentials, service, region)
+        self._signed = signed
+        self._payload = payload
+
+    def headers_to_sign(self, request: AWSRequest) -> HTTPHeaders:
+        chosen = HTTPHeaders()
+        for name, value in self._signed.items():
+            chosen[name] = value
+        return chosen
+
+    def payload(self, request: AWSRequest) -> str:
+        return self._payload

@@ -52,6 +52,12 @@ KINDS = {
         _kind("InvalidClientTokenId", status=403),
         _kind("SignatureDoesNotMatch", status=403),
         _kind("RequestExpired", status=403),
+        # the transport's refusals (endpoint/transport.py): no-keys requests a web page could
+        # send, methods other than POST there, bodies without a length or sent in chunks
+        _kind("AccessDenied", status=403),
+        _kind("MethodNotAllowed", status=405),
+        _kind("MissingContentLength", status=411),
+        _kind("NotImplemented", status=501),
         _kind("ServiceUnavailable", status=503, sender=False),
         _kind("InternalError", status=500, sender=False),
     )

@@ -1,70 +1,84 @@
-"""The message actions: send, receive, delete and change visibility, one by one and in batches.
-
-Typed attributes travel as SQS has them and are stored as sparkqueue keeps attributes: the value
-as text (base64 for Binary) and, when it is not a plain String, its DataType in `attribute_types`,
-so a message sent here and one sent from Spark are the same row.
-"""
+"""The message actions: send, receive, delete and change visibility, one by one and in batches
+(how a message is spelled both ways is `shapes.py`)."""
 
 from __future__ import annotations
 
-import base64
 import re
 from typing import Any
 
-from ..errors import InvalidParameterValue, QueueError
-from ..limits import MAX_WAIT_SECONDS
-from ..model import Message
+from ..errors import QueueError, ReceiptHandleIsInvalid
+from ..limits import MAX_BATCH_BYTES, MAX_WAIT_SECONDS
 from ..rules.checks import check_int
-from ..rules.validation import check_text
-from .digest import TypedValue, md5_of_attributes, md5_of_body
+from .digest import TypedValue
 from .faults import SqsFault, fault_named, fault_of
-from .service import Request
+from .service import Request, action
+from .shapes import (
+    check_fifo_send,
+    entry_of,
+    received,
+    sent_result,
+    size_of,
+    system_names,
+)
 
 MAX_RECEIVED = 10
 MAX_BATCH = 10
 _ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
-SYSTEM_ATTRIBUTES = (
-    "SenderId",
-    "SentTimestamp",
-    "ApproximateReceiveCount",
-    "ApproximateFirstReceiveTimestamp",
-    "SequenceNumber",
-    "MessageDeduplicationId",
-    "MessageGroupId",
-)
+# What SQS answers ChangeMessageVisibility with an authentic handle that is no longer current
+# (a later receive superseded it, or the message is gone).
+NOT_AVAILABLE = "Message does not exist or is not available for visibility timeout change"
 
 
+@action
 def send_message(request: Request) -> dict[str, Any]:
     queue = request.queue()
-    entry, typed = _entry(request.params, queue.attributes["max_message_bytes"])
-    message_id = queue.send(**entry)
+    attributes = queue.attributes
+    check_fifo_send(request.params, attributes)
+    entry, typed = entry_of(request.params, attributes["max_message_bytes"])
+    [result] = queue.send_messages([entry])
+    if isinstance(result, QueueError):
+        raise result
     request.service.polls.arrived(queue.name)
-    return _sent(message_id, entry["body"], typed)
+    return sent_result(result, entry, typed)
 
 
+@action
 def send_message_batch(request: Request) -> dict[str, Any]:
+    """Valid entries go in one commit, each bad one is reported in Failed; but a batch over SQS's
+    total size, or a FIFO entry without MessageGroupId, fails the whole call (as in SQS)."""
     queue = request.queue()
     entries = _entries(request)
-    limit = queue.attributes["max_message_bytes"]
-    if sum(_size(e) for e in entries) > limit:
-        raise SqsFault("BatchRequestTooLong", f"the batch's messages exceed {limit} bytes together")
+    if sum(size_of(e) for e in entries) > MAX_BATCH_BYTES:
+        raise SqsFault(
+            "BatchRequestTooLong", f"the batch's messages exceed {MAX_BATCH_BYTES} bytes together"
+        )
+    attributes = queue.attributes
+    if attributes["fifo"]:
+        for item in entries:
+            if item.get("MessageGroupId") is None:
+                raise SqsFault(
+                    "MissingParameter",
+                    f"entry {item['Id']}: the request must contain the parameter MessageGroupId",
+                )
     outcomes: dict[str, Any] = {}
     valid: list[tuple[str, dict[str, Any], dict[str, TypedValue]]] = []
     for item in entries:
         try:
-            valid.append((item["Id"], *_entry(item, limit)))
+            check_fifo_send(item, attributes)
+            valid.append((item["Id"], *entry_of(item, attributes["max_message_bytes"])))
         except (SqsFault, QueueError) as error:
             outcomes[item["Id"]] = error
-    sent = queue.send_each([entry for _, entry, _ in valid]) if valid else []
+    sent = queue.send_messages([entry for _, entry, _ in valid]) if valid else []
     for (entry_id, entry, typed), result in zip(valid, sent, strict=True):
         outcomes[entry_id] = (
-            result if isinstance(result, QueueError) else _sent(result, entry["body"], typed)
+            result if isinstance(result, QueueError) else sent_result(result, entry, typed)
         )
     if valid:
         request.service.polls.arrived(queue.name)
     return _batch_result(entries, outcomes)
 
 
+@action
 def receive_message(request: Request) -> dict[str, Any]:
     queue = request.queue()
     params = request.params
@@ -72,33 +86,62 @@ def receive_message(request: Request) -> dict[str, Any]:
     timeout = params.get("VisibilityTimeout")  # checked by Queue.receive
     wait = params.get("WaitTimeSeconds", queue.attributes["receive_wait_time_seconds"])
     check_int("WaitTimeSeconds", wait, 0, MAX_WAIT_SECONDS)
-    system = _system_names(
+    system = system_names(
         params.get("AttributeNames", []) + params.get("MessageSystemAttributeNames", [])
     )
     selectors = params.get("MessageAttributeNames", [])
     messages = request.service.polls.receive(queue, count, timeout, wait)
-    return {"Messages": [_received(m, system, selectors) for m in messages] or None}
+    return {"Messages": [received(m, system, selectors) for m in messages] or None}
 
 
+@action
 def delete_message(request: Request) -> dict[str, Any]:
-    request.queue().delete(request.required("ReceiptHandle"))
+    """Deletes the message. An authentic handle that is no longer current (a later receive
+    superseded it, or the message is gone) succeeds and deletes nothing, as SQS documents ("the
+    request will succeed, but the message might not be deleted"); a malformed or forged one is
+    ReceiptHandleIsInvalid. `Queue.delete` itself keeps the stricter error."""
+    queue = request.queue()
+    handle = request.required("ReceiptHandle")
+    try:
+        queue.delete(handle)
+    except ReceiptHandleIsInvalid:
+        if not request.service.authentic(queue, handle):
+            raise
     return {}
 
 
+@action
 def delete_message_batch(request: Request) -> dict[str, Any]:
     queue = request.queue()
     entries = _entries(request)
     handles = [_handle(item) for item in entries]
     done = queue.delete_batch(list(dict.fromkeys(handles)))
-    return _batch_result(entries, _by_entry(entries, handles, done.failed))
+    failed = {
+        handle: code
+        for handle, code in done.failed.items()
+        if code != ReceiptHandleIsInvalid.code or not request.service.authentic(queue, handle)
+    }
+    return _batch_result(entries, _by_entry(entries, handles, failed))
 
 
+@action
 def change_message_visibility(request: Request) -> dict[str, Any]:
+    """Changes the message's visibility. An authentic handle that is no longer current is
+    InvalidParameterValue ("Message does not exist or is not available for visibility timeout
+    change"), as SQS answers it: the change did not happen, so it must not look as if it had."""
     timeout = request.required("VisibilityTimeout")
-    request.queue().change_visibility(request.required("ReceiptHandle"), timeout)
+    queue = request.queue()
+    handle = request.required("ReceiptHandle")
+    try:
+        queue.change_visibility(handle, timeout)
+    except ReceiptHandleIsInvalid:
+        if not request.service.authentic(queue, handle):
+            raise
+        raise _not_available(handle) from None
     return {}
 
 
+@action
 def change_message_visibility_batch(request: Request) -> dict[str, Any]:
     queue = request.queue()
     entries = _entries(request)
@@ -111,139 +154,19 @@ def change_message_visibility_batch(request: Request) -> dict[str, Any]:
             raise SqsFault("MissingParameter", f"entry {item['Id']} must give VisibilityTimeout")
         changes.append((item["ReceiptHandle"], item["VisibilityTimeout"]))
     done = queue.change_visibility_batch(changes)
-    return _batch_result(entries, _by_entry(entries, handles, done.failed))
+    outcomes = _by_entry(entries, handles, done.failed)
+    for item, handle in zip(entries, handles, strict=True):
+        invalid = done.failed.get(handle) == ReceiptHandleIsInvalid.code
+        if invalid and request.service.authentic(queue, handle):
+            outcomes[item["Id"]] = _not_available(handle)
+    return _batch_result(entries, outcomes)
 
 
-# -- sending ---------------------------------------------------------------------------------------
-
-
-def _entry(params: dict[str, Any], limit: int) -> tuple[dict[str, Any], dict[str, TypedValue]]:
-    """`Queue.send` keywords for one SendMessage (or batch entry), and its typed attributes."""
-    body = params.get("MessageBody")
-    if body is None:
-        raise SqsFault("MissingParameter", "a message must give MessageBody")
-    try:
-        check_text("the message body", body)
-    except InvalidParameterValue as error:
-        raise SqsFault("InvalidMessageContents", error.message) from None
-    if params.get("MessageSystemAttributes"):
-        raise SqsFault("InvalidParameterValue", "MessageSystemAttributes are not supported here")
-    typed = _typed(params.get("MessageAttributes", {}))
-    if _size(params) > limit:
-        raise SqsFault("InvalidParameterValue", f"the message must be shorter than {limit} bytes")
-    entry = {
-        "body": body,
-        "delay_seconds": params.get("DelaySeconds"),
-        "attributes": {name: _stored(value) for name, value in typed.items()} or None,
-        "attribute_types": {n: v.data_type for n, v in typed.items() if v.data_type != "String"}
-        or None,
-        "group_id": params.get("MessageGroupId"),
-        "deduplication_id": params.get("MessageDeduplicationId"),
-    }
-    return entry, typed
-
-
-def _typed(attributes: dict[str, Any]) -> dict[str, TypedValue]:
-    typed = {}
-    for name, value in attributes.items():
-        data_type = value.get("DataType")
-        if data_type is None:
-            raise SqsFault("MissingParameter", f"message attribute {name!r} must give DataType")
-        binary = data_type.startswith("Binary")
-        given = value.get("BinaryValue" if binary else "StringValue")
-        if given is None or (value.get("StringValue") is not None and binary):
-            kind = "BinaryValue" if binary else "StringValue"
-            raise SqsFault(
-                "InvalidParameterValue", f"message attribute {name!r} ({data_type}) needs {kind}"
-            )
-        typed[name] = TypedValue(data_type, given)
-    return typed
-
-
-def _stored(value: TypedValue) -> str:
-    if isinstance(value.value, bytes):
-        return base64.b64encode(value.value).decode("ascii")
-    return value.value
-
-
-def _size(params: dict[str, Any]) -> int:
-    """SQS's message size: the body and each attribute's name, DataType and value, in bytes."""
-    size = len(str(params.get("MessageBody") or "").encode("utf-8"))
-    for name, value in (params.get("MessageAttributes") or {}).items():
-        size += len(name.encode("utf-8")) + len(str(value.get("DataType", "")).encode("utf-8"))
-        raw = value.get("BinaryValue") or str(value.get("StringValue") or "").encode("utf-8")
-        size += len(raw)
-    return size
-
-
-def _sent(message_id: str, body: str, typed: dict[str, TypedValue]) -> dict[str, Any]:
-    return {
-        "MessageId": message_id,
-        "MD5OfMessageBody": md5_of_body(body),
-        "MD5OfMessageAttributes": md5_of_attributes(typed),
-    }
-
-
-# -- receiving -------------------------------------------------------------------------------------
-
-
-def _system_names(names: list[str]) -> list[str]:
-    if "All" in names:
-        return list(SYSTEM_ATTRIBUTES)
-    unknown = [n for n in names if n not in SYSTEM_ATTRIBUTES and n != "AWSTraceHeader"]
-    if unknown:
-        raise SqsFault("InvalidAttributeName", f"unknown attribute name {unknown[0][:80]!r}")
-    return names
-
-
-def _selected(name: str, selectors: list[str]) -> bool:
-    """SQS's MessageAttributeNames: All or .*, a name, or a prefix followed by .*"""
-    return any(
-        s in ("All", ".*") or s == name or (s.endswith(".*") and name.startswith(s[:-1]))
-        for s in selectors
+def _not_available(handle: str) -> SqsFault:
+    return SqsFault(
+        "InvalidParameterValue",
+        f"Value {handle[:200]} for parameter ReceiptHandle is invalid. Reason: {NOT_AVAILABLE}.",
     )
-
-
-def _received(message: Message, system: list[str], selectors: list[str]) -> dict[str, Any]:
-    typed = {
-        name: _typed_value(message.attribute_types.get(name, "String"), value)
-        for name, value in message.attributes.items()
-        if _selected(name, selectors)
-    }
-    values = {
-        "SenderId": "sparkqueue",
-        "SentTimestamp": str(int(message.sent_at.timestamp() * 1000)),
-        "ApproximateReceiveCount": str(message.receive_count),
-        "ApproximateFirstReceiveTimestamp": str(
-            int((message.first_received_at or message.sent_at).timestamp() * 1000)
-        ),
-        "SequenceNumber": None if message.sequence_number is None else str(message.sequence_number),
-        "MessageDeduplicationId": message.deduplication_id,
-        "MessageGroupId": message.group_id,
-    }
-    return {
-        "MessageId": message.message_id,
-        "ReceiptHandle": message.receipt_handle,
-        "MD5OfBody": md5_of_body(message.body),
-        "Body": message.body,
-        "Attributes": {n: values[n] for n in system if values.get(n) is not None} or None,
-        "MD5OfMessageAttributes": md5_of_attributes(typed),
-        "MessageAttributes": {
-            name: (
-                {"DataType": v.data_type, "BinaryValue": v.value}
-                if v.is_binary
-                else {"DataType": v.data_type, "StringValue": v.value}
-            )
-            for name, v in typed.items()
-        }
-        or None,
-    }
-
-
-def _typed_value(data_type: str, stored: str) -> TypedValue:
-    if data_type.startswith("Binary"):
-        return TypedValue(data_type, base64.b64decode(stored))
-    return TypedValue(data_type, stored)
 
 
 # -- batches ---------------------------------------------------------------------------------------

@@ -1,5 +1,12 @@
 """Queue URLs and ARNs as SQS spells them: `http://host:port/<account>/<queue>` and
-`arn:aws:sqs:<region>:<account>:<queue>`."""
+`arn:aws:sqs:<region>:<account>:<queue>`.
+
+One endpoint serves one namespace of queues. SQS's own URLs name a region in their host
+(`https://sqs.<region>.amazonaws.com/...`, `https://<region>.queue.amazonaws.com/...`) and ARNs
+name one too; unless the endpoint is pinned to a region (`sparkqueue serve --region R`), any
+region there names the same queues. A pinned endpoint answers a URL or ARN of another region as
+naming no queue. A bare queue name is accepted as a QueueUrl, as SQS accepts it.
+"""
 
 from __future__ import annotations
 
@@ -12,37 +19,57 @@ from .faults import SqsFault
 DEFAULT_ACCOUNT = "000000000000"
 DEFAULT_REGION = "us-east-1"
 _ARN = re.compile(r"arn:aws:sqs:(?P<region>[a-z0-9-]+):(?P<account>[0-9]{12}):(?P<name>[^:/]+)")
+# The region in an AWS SQS host name: sqs.<region>.amazonaws.com[.cn] or <region>.queue.amazonaws.com
+_REGION_HOST = re.compile(
+    r"(?:sqs\.(?P<a>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?|(?P<b>[a-z0-9-]+)\.queue\.amazonaws\.com)"
+)
 
 
 @dataclass(frozen=True)
 class Naming:
-    """The account and region this endpoint plays, for the URLs and ARNs it hands out and reads."""
+    """The account and region this endpoint plays, for the URLs and ARNs it hands out and reads.
+
+    `region` None: ARNs say DEFAULT_REGION and any region is accepted; a region: the endpoint is
+    pinned to it."""
 
     account: str = DEFAULT_ACCOUNT
-    region: str = DEFAULT_REGION
+    region: str | None = None
+
+    @property
+    def arn_region(self) -> str:
+        return self.region or DEFAULT_REGION
 
     def url(self, origin: str, name: str) -> str:
         return f"{origin}/{self.account}/{name}"
 
     def arn(self, name: str) -> str:
-        return f"arn:aws:sqs:{self.region}:{self.account}:{name}"
+        return f"arn:aws:sqs:{self.arn_region}:{self.account}:{name}"
 
     def name_of_url(self, url: str) -> str:
-        """The queue a QueueUrl (or a request path `/<account>/<queue>`) names."""
-        parts = [part for part in urlsplit(url).path.split("/") if part]
-        if len(parts) != 2 or parts[0] != self.account:
+        """The queue a QueueUrl (a request path `/<account>/<queue>`, or a bare name) names."""
+        parts = urlsplit(url)
+        if not parts.scheme and "/" not in url:
+            return url  # a bare queue name, as SQS takes it
+        segments = [part for part in parts.path.split("/") if part]
+        found = _REGION_HOST.fullmatch(parts.hostname or "")
+        region = found and (found["a"] or found["b"])
+        if len(segments) != 2 or segments[0] != self.account or not self._ours(region):
             raise SqsFault(
                 "QueueDoesNotExist",
-                f"the queue URL {url[:200]!r} names no queue of account {self.account} here",
+                f"the queue URL {url[:200]!r} names no queue of account {self.account}"
+                f"{f' in {self.region}' if self.region else ''} here",
             )
-        return parts[1]
+        return segments[1]
 
     def name_of_arn(self, arn: str, what: str = "the ARN") -> str:
         found = _ARN.fullmatch(arn)
-        if found is None or found["account"] != self.account:
+        if found is None or found["account"] != self.account or not self._ours(found["region"]):
             raise SqsFault(
                 "InvalidParameterValue",
                 f"{what} {arn[:200]!r} is not an SQS queue ARN of account {self.account}"
-                f" (arn:aws:sqs:<region>:{self.account}:<queue>)",
+                f" (arn:aws:sqs:{self.region or '<region>'}:{self.account}:<queue>)",
             )
         return found["name"]
+
+    def _ours(self, region: str | None) -> bool:
+        return region is None or self.region is None or region == self.region

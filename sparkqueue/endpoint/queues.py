@@ -9,26 +9,33 @@ from typing import Any
 
 from ..attributes import MAX_TAGS
 from ..errors import InvalidParameterValue
-from . import settings
+from ..limits import MAX_MESSAGE_BYTES
+from . import permissions, settings
 from .faults import SqsFault
-from .service import Request
+from .service import Request, action
 
 DEFAULT_LISTED = 1000  # ListQueues without MaxResults, as SQS
 
 
+@action
 def create_queue(request: Request) -> dict[str, Any]:
     """Creates the queue, or returns the URL of an existing one whose attributes agree with the
-    ones given (SQS compares only what the request names; tags are never compared)."""
+    ones given (SQS compares only what the request names; tags are never compared). A queue
+    created here without MaximumMessageSize gets SQS's default, the largest size."""
     name = request.required("QueueName")
     given = request.params.get("Attributes", {})
-    keywords = settings.to_keywords(given, request.service.naming)
-    if "fifo" not in keywords and name.endswith(".fifo"):
+    fifo = given.get("FifoQueue") == "true"
+    keywords = settings.to_keywords(given, request.service.naming, fifo=fifo)
+    if not fifo and name.endswith(".fifo"):
         raise SqsFault("InvalidParameterValue", "a FIFO queue needs the attribute FifoQueue=true")
-    broker = request.service.broker
     found = request.service.find(name)
     if found is not None:
         existing = found.attributes
+        metadata = keywords.pop("sqs_metadata", {})
         differ = sorted(k for k, v in keywords.items() if existing.get(k) != v)
+        differ += sorted(
+            k for k, v in metadata.items() if settings.metadata_value(existing, k) != (v or None)
+        )
         if differ:
             raise SqsFault(
                 "QueueNameExists",
@@ -36,39 +43,61 @@ def create_queue(request: Request) -> dict[str, Any]:
             )
         return {"QueueUrl": request.url(name)}
     _check_dead_letter_target(request, name, keywords)
-    broker.create_queue(name, **keywords, tags=request.params.get("tags") or {})
+    keywords.setdefault("max_message_bytes", MAX_MESSAGE_BYTES)
+    if "sqs_metadata" in keywords:
+        keywords["sqs_metadata"] = settings.merged_metadata({}, keywords["sqs_metadata"])
+    queue = request.service.broker.create_queue(
+        name, **keywords, tags=request.params.get("tags") or {}
+    )
+    request.service.queues.remember(name, queue)
     return {"QueueUrl": request.url(name)}
 
 
+@action
 def get_queue_url(request: Request) -> dict[str, Any]:
     name = request.required("QueueName")
-    request.service.broker.get_queue(name)
+    if request.service.find(name) is None:
+        raise SqsFault("QueueDoesNotExist", f"there is no queue {name[:80]!r}")
     return {"QueueUrl": request.url(name)}
 
 
+@action
 def list_queues(request: Request) -> dict[str, Any]:
     prefix = request.params.get("QueueNamePrefix", "")
     names = request.service.broker.list_queues(prefix)
     return _page(request, names, "QueueUrls")
 
 
+@action
 def delete_queue(request: Request) -> dict[str, Any]:
-    request.service.broker.delete_queue(request.queue_name())
+    name = request.queue().name
+    request.service.queues.forget(name)
+    request.service.broker.delete_queue(name)
     return {}
 
 
+@action
 def get_queue_attributes(request: Request) -> dict[str, Any]:
+    """The attributes named; none (no `Attributes` at all) when the request names none, as SQS."""
     queue = request.queue()
     wanted = settings.check_names(request.params.get("AttributeNames", []))
     values = settings.to_sqs(
         queue.name, queue.attributes, wanted, request.service.naming, queue.stats
     )
-    return {"Attributes": values}
+    return {"Attributes": values or None}
 
 
+@action
 def set_queue_attributes(request: Request) -> dict[str, Any]:
     queue = request.queue()
-    keywords = settings.to_keywords(request.required("Attributes"), request.service.naming)
+    current = queue.attributes
+    keywords = settings.to_keywords(
+        request.required("Attributes"), request.service.naming, fifo=current["fifo"]
+    )
+    if "sqs_metadata" in keywords:
+        keywords["sqs_metadata"] = settings.merged_metadata(
+            current["sqs_metadata"], keywords["sqs_metadata"]
+        )
     _check_dead_letter_target(request, queue.name, keywords)
     try:
         queue.set_attributes(**keywords)
@@ -77,11 +106,45 @@ def set_queue_attributes(request: Request) -> dict[str, Any]:
     return {}
 
 
+@action
+def add_permission(request: Request) -> dict[str, Any]:
+    """Adds a statement (its Sid the Label) to the queue's stored Policy; nothing enforces it."""
+    label = request.required("Label")
+    accounts = request.required("AWSAccountIds")
+    actions = request.required("Actions")
+    queue = request.queue()
+    policy = permissions.added(
+        queue.attributes["sqs_metadata"].get("Policy"),
+        label,
+        accounts,
+        actions,
+        request.service.naming.arn(queue.name),
+    )
+    _set_policy(queue, policy)
+    return {}
+
+
+@action
+def remove_permission(request: Request) -> dict[str, Any]:
+    label = request.required("Label")
+    queue = request.queue()
+    policy = permissions.removed(queue.attributes["sqs_metadata"].get("Policy"), label)
+    _set_policy(queue, policy)
+    return {}
+
+
+def _set_policy(queue: Any, policy: str | None) -> None:
+    metadata = settings.merged_metadata(queue.attributes["sqs_metadata"], {"Policy": policy or ""})
+    queue.set_attributes(sqs_metadata=metadata)
+
+
+@action
 def purge_queue(request: Request) -> dict[str, Any]:
     request.queue().purge()
     return {}
 
 
+@action
 def tag_queue(request: Request) -> dict[str, Any]:
     queue = request.queue()
     tags = {**queue.attributes["tags"], **request.required("Tags")}
@@ -91,6 +154,7 @@ def tag_queue(request: Request) -> dict[str, Any]:
     return {}
 
 
+@action
 def untag_queue(request: Request) -> dict[str, Any]:
     queue = request.queue()
     removed = set(request.required("TagKeys"))
@@ -100,15 +164,18 @@ def untag_queue(request: Request) -> dict[str, Any]:
     return {}
 
 
+@action
 def list_queue_tags(request: Request) -> dict[str, Any]:
     return {"Tags": request.queue().attributes["tags"] or None}
 
 
+@action
 def list_dead_letter_source_queues(request: Request) -> dict[str, Any]:
     target = request.queue().name
     return _page(request, request.service.sources_of(target), "queueUrls")
 
 
+@action
 def start_message_move_task(request: Request) -> dict[str, Any]:
     naming = request.service.naming
     source = naming.name_of_arn(request.required("SourceArn"), "SourceArn")
@@ -127,6 +194,7 @@ def start_message_move_task(request: Request) -> dict[str, Any]:
     return {"TaskHandle": request.service.tasks.start(queue, destination, rate).handle}
 
 
+@action
 def list_message_move_tasks(request: Request) -> dict[str, Any]:
     naming = request.service.naming
     source = naming.name_of_arn(request.required("SourceArn"), "SourceArn")
@@ -151,6 +219,7 @@ def list_message_move_tasks(request: Request) -> dict[str, Any]:
     return {"Results": results}
 
 
+@action
 def cancel_message_move_task(request: Request) -> dict[str, Any]:
     task = request.service.tasks.cancel(request.required("TaskHandle"))
     return {"ApproximateNumberOfMessagesMoved": task.moved}

@@ -1,8 +1,10 @@
 """The SQS endpoint: an HTTP server on one warm Spark session that answers SQS's API.
 
-Each request runs on its own thread of a `ThreadingHTTPServer` (so concurrent clients share the
-group committer's commits); it is checked (size, signature), decoded from either protocol, handed
-to its action and answered in the protocol it came in. A waiting ReceiveMessage parks on a
+Each connection runs on its own thread (so concurrent clients share the group committer's
+commits; `transport.Listener` caps how many, and a connection idle for the read timeout is
+closed); each request on it is checked (framing, headers, the signature, or without keys that no
+web page sent it; see `transport.py` and `auth.py`), decoded from either protocol, handed to its
+action and answered in the protocol it came in. A waiting ReceiveMessage parks on a
 condition (see `longpoll.py`), it never spins.
 """
 
@@ -10,25 +12,40 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.errors import MissingHeaderBodySeparatorDefect
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..broker import Broker
 from ..errors import InvalidParameterValue, QueueError
-from ..limits import MAX_REQUEST_BYTES
+from ..limits import (
+    ENDPOINT_MAX_CONNECTIONS,
+    ENDPOINT_READ_TIMEOUT_SECONDS,
+    REDRIVE_EVERY_SECONDS,
+)
 from . import messages, queues, wire
 from .auth import AccessKeys, check_signature
 from .faults import SqsFault, fault_of
-from .naming import DEFAULT_ACCOUNT, DEFAULT_REGION, Naming
+from .naming import DEFAULT_ACCOUNT, Naming
 from .service import Request, Service
+from .transport import (
+    LOOPBACK_NAMES,
+    Headers,
+    Listener,
+    body_length,
+    check_local,
+    tls_context,
+)
+from .upkeep import RedrivePasses
 
 log = logging.getLogger(__name__)
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+LOCAL_HOSTS = LOOPBACK_NAMES  # without keys, the only addresses the endpoint binds to
 DEFAULT_PORT = 9324
 
 Action = Callable[[Request], dict[str, Any]]
@@ -47,6 +64,8 @@ ACTIONS: dict[str, Action] = {
     "StartMessageMoveTask": queues.start_message_move_task,
     "ListMessageMoveTasks": queues.list_message_move_tasks,
     "CancelMessageMoveTask": queues.cancel_message_move_task,
+    "AddPermission": queues.add_permission,
+    "RemovePermission": queues.remove_permission,
     "SendMessage": messages.send_message,
     "SendMessageBatch": messages.send_message_batch,
     "ReceiveMessage": messages.receive_message,
@@ -61,7 +80,10 @@ class SqsEndpoint:
     """Serves the queues of `broker` over SQS's HTTP API at `host:port` (port 0: any free one).
 
     With no access keys, requests are not authenticated, so the endpoint only binds to a
-    localhost address; with keys, every request must carry a valid SigV4 signature by one of them.
+    localhost address and refuses what a web page could send; with keys, every request must carry
+    a valid SigV4 signature by one of them. `tls_cert` and `tls_key` (PEM files) serve HTTPS.
+    `read_timeout` closes a connection that sends nothing for that long; `max_connections` are
+    served at once.
     """
 
     def __init__(
@@ -72,7 +94,12 @@ class SqsEndpoint:
         port: int = DEFAULT_PORT,
         access_keys: AccessKeys | None = None,
         account: str = DEFAULT_ACCOUNT,
-        region: str = DEFAULT_REGION,
+        region: str | None = None,
+        redrive_every: float = REDRIVE_EVERY_SECONDS,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        read_timeout: float = ENDPOINT_READ_TIMEOUT_SECONDS,
+        max_connections: int = ENDPOINT_MAX_CONNECTIONS,
     ) -> None:
         self.keys = AccessKeys.configured() if access_keys is None else access_keys
         if not self.keys and host not in LOCAL_HOSTS:
@@ -81,15 +108,28 @@ class SqsEndpoint:
                 " SPARKQUEUE_ACCESS_KEYS=key:secret[,key:secret...] to serve other hosts"
             )
         self.service = Service(broker, Naming(account, region))
-        self._http = ThreadingHTTPServer((host, port), _Handler)
-        self._http.daemon_threads = True
+        self.redrive = RedrivePasses(broker, redrive_every)  # endpoint/upkeep.py
+        self.tls = tls_context(tls_cert, tls_key)
+        self.read_timeout = read_timeout
+        self._http = Listener(
+            (host, port),
+            _Handler,
+            max_connections=max_connections,
+            tls=self.tls,
+            overloaded=_overloaded(),
+        )
         self._http.endpoint = self  # type: ignore[attr-defined]
+        self.port: int = self._http.server_address[1]
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         host, port = self._http.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
+
+    @property
+    def scheme(self) -> str:
+        return "http" if self.tls is None else "https"
 
     def serve_forever(self) -> None:
         self._http.serve_forever(poll_interval=0.2)
@@ -98,9 +138,11 @@ class SqsEndpoint:
         """Serves on a background thread (for notebooks and tests); `close()` stops it."""
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
         self._thread.start()
+        self.redrive.start()
         return self
 
     def close(self) -> None:
+        self.redrive.stop()
         if self._thread is not None:
             self._http.shutdown()
             self._thread.join()
@@ -113,22 +155,29 @@ class SqsEndpoint:
         self.close()
 
     def answer(
-        self, method: str, target: str, headers: dict[str, str], body: bytes
+        self, method: str, target: str, headers: Headers, body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
-        """Status, headers and body answering one request (never raises)."""
+        """Status, headers and body answering one request (never raises). `headers` is the one
+        map of the request's headers that every check and the dispatch read."""
         request_id = str(uuid.uuid4())
-        protocol = "json" if "X-Amz-Target" in headers else "query"
-        host = headers.get("Host", "localhost")
+        protocol = headers.protocol
         try:
-            check_signature(
-                self.keys, method, f"http://{host}{target}", headers, body, datetime.now(UTC)
-            )
+            headers.check()
+            if not target.startswith("/"):
+                raise SqsFault("InvalidParameterValue", "the request target must be a path")
+            origin = f"{self.scheme}://{headers.get('host') or ''}"
+            if self.keys:
+                check_signature(
+                    self.keys, method, f"{origin}{target}", headers, body, datetime.now(UTC)
+                )
+            else:
+                check_local(method, headers, self.port, 80 if self.tls is None else 443)
             parts = urlsplit(target)
-            call = wire.decode(headers.get("X-Amz-Target"), body, parts.query)
+            call = wire.decode(headers.get("x-amz-target"), body, parts.query)
             action = ACTIONS.get(call.action)
             if action is None:
                 raise SqsFault("UnsupportedOperation", f"{call.action} is not supported here")
-            result = action(Request(self.service, call.params, f"http://{host}", parts.path))
+            result = action(Request(self.service, call.params, origin, parts.path))
             content_type, data = wire.encode_result(call, result, request_id)
             return 200, {"Content-Type": content_type, "x-amzn-RequestId": request_id}, data
         except SqsFault as fault:
@@ -145,6 +194,8 @@ class SqsEndpoint:
         fault: SqsFault, protocol: str, request_id: str
     ) -> tuple[int, dict[str, str], bytes]:
         headers, data = wire.encode_fault(fault, protocol, request_id)
+        if fault.kind.name == "MethodNotAllowed":
+            headers = {**headers, "Allow": "POST"}
         return fault.kind.status, {**headers, "x-amzn-RequestId": request_id}, data
 
 
@@ -153,10 +204,23 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "sparkqueue"
 
     def setup(self) -> None:
+        # Every read and write of the connection gives up after this long without progress: a
+        # client idle between requests, or stalled within one, is closed. Work on an answer (a
+        # long poll's wait) touches no socket, so it is not bounded by it.
+        self.timeout = self.server.endpoint.read_timeout  # type: ignore[attr-defined]
         super().setup()
         # The head and the body of an answer are two writes: without this, the body waits for the
         # client's delayed ACK of the head (Nagle), 40 ms on every request.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def handle(self) -> None:
+        if isinstance(self.connection, ssl.SSLSocket):
+            try:  # here, on this connection's thread and within its timeout (see Listener)
+                self.connection.do_handshake()
+            except (OSError, ssl.SSLError) as error:
+                log.debug("TLS handshake with %s failed: %s", self.client_address, error)
+                return
+        super().handle()
 
     def do_POST(self) -> None:
         self._serve()
@@ -166,23 +230,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         endpoint: SqsEndpoint = self.server.endpoint  # type: ignore[attr-defined]
-        length = self.headers.get("Content-Length", "0")
-        size = int(length) if length.isdigit() else -1
-        if not 0 <= size <= MAX_REQUEST_BYTES:
-            protocol = "json" if "X-Amz-Target" in self.headers else "query"
-            fault = SqsFault(
-                "RequestEntityTooLarge",
-                f"request bodies are at most {MAX_REQUEST_BYTES} bytes, with a Content-Length",
-            )
-            status, headers, data = endpoint._fault(fault, protocol, str(uuid.uuid4()))
+        # The one map of this request's headers: framing, signature, protocol and action read it.
+        headers = Headers.of(self.headers.items(), defects=_cut_short(self.headers.defects))
+        try:
+            size = body_length(self.command, headers)
+        except SqsFault as fault:
+            status, answer, data = endpoint._fault(fault, headers.protocol, str(uuid.uuid4()))
             self.close_connection = True  # the unread body must not be taken for a request
-            self._reply(status, {**headers, "Connection": "close"}, data)
+            self._reply(status, {**answer, "Connection": "close"}, data)
             return
         body = self.rfile.read(size)
-        status, headers, data = endpoint.answer(
-            self.command, self.path, dict(self.headers.items()), body
-        )
-        self._reply(status, headers, data)
+        if len(body) < size:  # the client closed the connection within the body
+            self.close_connection = True
+            return
+        status, answer, data = endpoint.answer(self.command, self.path, headers, body)
+        self._reply(status, answer, data)
 
     def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
         self.send_response(status)
@@ -194,3 +256,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
+
+
+def _overloaded() -> bytes:
+    """The whole answer to a connection beyond the cap, written before its request is read: a
+    503 in the query protocol's XML (every SDK retries a 503, whatever its body)."""
+    fault = SqsFault("ServiceUnavailable", "the server is serving all the connections it can")
+    headers, data = wire.encode_fault(fault, "query", str(uuid.uuid4()))
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return (
+        f"HTTP/1.1 503 Service Unavailable\r\n{head}Content-Length: {len(data)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode() + data
+
+
+def _cut_short(defects: list[Exception]) -> bool:
+    """Whether http.server's parser met a line in the head it could not read as a field (such as
+    `X-Amz-Target : ...`): it then drops that line and every one after it. (Other defects it
+    notes are about a MIME body, which an HTTP head does not have.)"""
+    return any(isinstance(defect, MissingHeaderBodySeparatorDefect) for defect in defects)

@@ -1,18 +1,26 @@
-"""What every action needs: the broker, the names it plays, long polls and move tasks, and the
-queue a request is about (from its QueueUrl, or the path the query protocol posted to)."""
+"""What every action needs: the broker, the names it plays, long polls and move tasks, the
+queue a request is about (from its QueueUrl, or the path the query protocol posted to), and how
+sparkqueue's errors become SQS errors without saying where the server keeps its tables."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..broker import Broker
-from ..errors import InvalidParameterValue, QueueDoesNotExist
+from ..errors import InvalidParameterValue, QueueDoesNotExist, QueueError, ReceiptHandleIsInvalid
+from ..limits import QUEUE_LOOKUP_CACHE_SECONDS
 from ..queue import Queue
-from .faults import SqsFault
+from ..rules import handles
+from .faults import SqsFault, fault_of
 from .longpoll import LongPolls
+from .lookup import Lookups
 from .naming import Naming
 from .tasks import MoveTasks
+
+STORAGE = "<storage>"  # what error texts say instead of the server's root or table locations
 
 
 @dataclass
@@ -21,9 +29,16 @@ class Service:
     naming: Naming = field(default_factory=Naming)
     polls: LongPolls = field(default_factory=LongPolls)
     tasks: MoveTasks = field(default_factory=MoveTasks)
+    queues: Lookups[Queue] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.queues = Lookups(self._get_queue, QUEUE_LOOKUP_CACHE_SECONDS)
 
     def find(self, name: str) -> Queue | None:
         """The queue `name`, or None when there is none (or no queue could have that name)."""
+        return self.queues.get(name)
+
+    def _get_queue(self, name: str) -> Queue | None:
         try:
             return self.broker.get_queue(name)
         except (QueueDoesNotExist, InvalidParameterValue):
@@ -34,8 +49,44 @@ class Service:
         return [
             name
             for name in self.broker.list_queues()
-            if self.broker.get_queue(name).attributes["dead_letter_queue"] == dead_letter_queue
+            if (queue := self.find(name)) is not None
+            and queue.attributes["dead_letter_queue"] == dead_letter_queue
         ]
+
+    def authentic(self, queue: Queue, handle: str) -> bool:
+        """Whether `handle` is one this queue issued (current or not): SQS lets an old handle's
+        delete succeed, but never a malformed or forged one's."""
+        try:
+            handles.parse(self.broker.context.record(queue.name).secret, handle)
+        except (ReceiptHandleIsInvalid, QueueDoesNotExist):
+            return False
+        return True
+
+    def private(self, fault: SqsFault) -> SqsFault:
+        """The fault with the server's root and table locations taken out of its text."""
+        layout = self.broker.context.storage.layout
+        message = fault.message
+        for secret in sorted({str(layout), layout.local_dir or ""} - {""}, key=len, reverse=True):
+            message = message.replace(secret, STORAGE)
+        return fault if message == fault.message else SqsFault(fault.kind.name, message)
+
+
+def action(run: Callable[[Request], dict[str, Any]]) -> Callable[[Request], dict[str, Any]]:
+    """An SQS action: sparkqueue errors become SQS ones, and no error text discloses where the
+    server keeps its tables. A queue found missing is looked up afresh next time."""
+
+    @functools.wraps(run)
+    def answer(request: Request) -> dict[str, Any]:
+        try:
+            return run(request)
+        except SqsFault as fault:
+            raise request.service.private(fault) from None
+        except QueueError as error:
+            if isinstance(error, QueueDoesNotExist):
+                request.service.queues.forget()
+            raise request.service.private(fault_of(error)) from None
+
+    return answer
 
 
 @dataclass(frozen=True)

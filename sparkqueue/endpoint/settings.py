@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..attributes import RANGES
+from ..limits import MAX_KMS_REUSE_SECONDS, MAX_POLICY_CHARACTERS, MIN_KMS_REUSE_SECONDS
 from ..model import QueueStats
 from .faults import SqsFault
 from .naming import Naming
@@ -21,51 +23,71 @@ NUMBERS = {
     "VisibilityTimeout": "visibility_timeout",
 }
 FLAGS = {"FifoQueue": "fifo", "ContentBasedDeduplication": "content_based_deduplication"}
-SETTABLE = {*NUMBERS, *FLAGS, "RedrivePolicy", "RedriveAllowPolicy"}
+# SQS attributes clients set and read back that sparkqueue keeps but does not act on (access
+# policies, encryption settings: at rest, the storage's own; high-throughput FIFO modes), stored
+# in SQS's spelling in `QueueAttributes.sqs_metadata`. An empty Policy or KmsMasterKeyId removes it.
+METADATA = (
+    "Policy",
+    "KmsMasterKeyId",
+    "KmsDataKeyReusePeriodSeconds",
+    "SqsManagedSseEnabled",
+    "DeduplicationScope",
+    "FifoThroughputLimit",
+)
+FIFO_ONLY = {"DeduplicationScope": "queue", "FifoThroughputLimit": "perQueue"}  # and defaults
+REMOVABLE = frozenset({"Policy", "KmsMasterKeyId"})
+SETTABLE = {*NUMBERS, *FLAGS, *METADATA, "RedrivePolicy", "RedriveAllowPolicy"}
 COUNTS = (
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
     "ApproximateNumberOfMessagesDelayed",
 )
 READABLE = (*SETTABLE, *COUNTS, "QueueArn", "CreatedTimestamp", "LastModifiedTimestamp")
-# Real SQS attributes this endpoint does not implement (access policies, encryption, high
-# throughput FIFO): naming one is refused rather than silently ignored.
-UNSUPPORTED = frozenset(
-    {
-        "Policy",
-        "KmsMasterKeyId",
-        "KmsDataKeyReusePeriodSeconds",
-        "SqsManagedSseEnabled",
-        "DeduplicationScope",
-        "FifoThroughputLimit",
-    }
-)
 REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
 MAX_REDRIVE_SOURCES = 10
+MAX_KMS_KEY_ID = 2048
 
 
-def to_keywords(attributes: dict[str, str], naming: Naming) -> dict[str, Any]:
-    """`Broker.create_queue` / `Queue.set_attributes` keywords for SQS attributes."""
+def to_keywords(attributes: dict[str, str], naming: Naming, *, fifo: bool) -> dict[str, Any]:
+    """`Broker.create_queue` / `Queue.set_attributes` keywords for SQS attributes (of a FIFO queue
+    or not); SQS-only ones come as `sqs_metadata`, "" where one is removed."""
     keywords: dict[str, Any] = {}
+    metadata: dict[str, str] = {}
     for name, text in attributes.items():
-        if name in UNSUPPORTED:
-            raise SqsFault("InvalidAttributeName", f"the attribute {name} is not supported here")
         if name in NUMBERS:
-            keywords[NUMBERS[name]] = _whole_number(name, text)
+            field = NUMBERS[name]
+            keywords[field] = _whole_number(name, text, *RANGES[field])
         elif name in FLAGS:
-            if text not in ("true", "false"):
-                raise _bad_value(name, text, "true or false")
-            keywords[FLAGS[name]] = text == "true"
+            keywords[FLAGS[name]] = _flag(name, text)
         elif name == "RedrivePolicy":
             keywords.update(_redrive_policy(text, naming))
         elif name == "RedriveAllowPolicy":
             keywords["redrive_allow_policy"] = _redrive_allow_policy(text, naming)
+        elif name in METADATA:
+            if name in FIFO_ONLY and not fifo:
+                raise SqsFault("InvalidAttributeName", f"{name} applies to FIFO queues only")
+            metadata[name] = _metadata_value(name, text)
         else:
             raise SqsFault(
                 "InvalidAttributeName",
                 f"unknown attribute {name[:80]!r}; settable: {', '.join(sorted(SETTABLE))}",
             )
+    if metadata:
+        keywords["sqs_metadata"] = metadata
     return keywords
+
+
+def merged_metadata(stored: dict[str, str], given: dict[str, str]) -> dict[str, str]:
+    """The stored SQS-only attributes with `given` applied ("" removes one)."""
+    return {name: value for name, value in {**stored, **given}.items() if value != ""}
+
+
+def metadata_value(attributes: dict[str, Any], name: str) -> str | None:
+    """An SQS-only attribute as GetQueueAttributes reports it (FIFO modes have defaults)."""
+    value = attributes["sqs_metadata"].get(name)
+    if value is None and attributes["fifo"]:
+        return FIFO_ONLY.get(name)
+    return value
 
 
 def check_names(names: list[str]) -> list[str]:
@@ -104,6 +126,10 @@ def to_sqs(
         )
     if attributes["redrive_allow_policy"] is not None:
         values["RedriveAllowPolicy"] = attributes["redrive_allow_policy"]
+    for sqs_name in METADATA:
+        value = metadata_value(attributes, sqs_name)
+        if value is not None:
+            values[sqs_name] = value
     if any(count in wanted for count in COUNTS):
         depth = stats()
         counts = (depth.visible, depth.in_flight, depth.delayed)
@@ -122,10 +148,45 @@ def allows_source(policy: str | None, source_arn: str) -> bool:
     )
 
 
-def _whole_number(name: str, text: str) -> int:
-    if not re.fullmatch(r"[0-9]{1,9}", text):
-        raise _bad_value(name, text, "a whole number")
+def _whole_number(name: str, text: str, low: int, high: int) -> int:
+    """SQS answers InvalidAttributeValue for a number out of its range, on create as on set."""
+    if not re.fullmatch(r"[0-9]{1,9}", text) or not low <= int(text) <= high:
+        raise _bad_value(name, text, f"a whole number from {low} to {high}")
     return int(text)
+
+
+def _flag(name: str, text: str) -> bool:
+    if text not in ("true", "false"):
+        raise _bad_value(name, text, "true or false")
+    return text == "true"
+
+
+def _metadata_value(name: str, text: str) -> str:
+    """An SQS-only attribute's value, checked as SQS checks it ("" to remove a removable one)."""
+    if text == "" and name in REMOVABLE:
+        return ""
+    if name == "Policy":
+        document = _json_object("Policy", text)
+        statements = document.get("Statement", [])
+        if len(text) > MAX_POLICY_CHARACTERS or not isinstance(statements, (list, dict)):
+            raise _bad_value(name, text, f"a policy document of up to {MAX_POLICY_CHARACTERS}"
+                             " characters whose Statement is a list")  # fmt: skip
+        return json.dumps(document)
+    if name == "KmsMasterKeyId":
+        if not re.fullmatch(rf"[!-~]{{1,{MAX_KMS_KEY_ID}}}", text):
+            raise _bad_value(name, text, "a KMS key id, ARN or alias")
+        return text
+    if name == "KmsDataKeyReusePeriodSeconds":
+        return str(_whole_number(name, text, MIN_KMS_REUSE_SECONDS, MAX_KMS_REUSE_SECONDS))
+    if name == "SqsManagedSseEnabled":
+        return str(_flag(name, text)).lower()
+    allowed = {
+        "DeduplicationScope": ("messageGroup", "queue"),
+        "FifoThroughputLimit": ("perQueue", "perMessageGroupId"),
+    }[name]
+    if text not in allowed:
+        raise _bad_value(name, text, " or ".join(allowed))
+    return text
 
 
 def _redrive_policy(text: str, naming: Naming) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ..errors import TransactionConflict
 from ..model import MESSAGE_FIELDS
 from ..rules import handles
 from ..store.dml import in_list
@@ -52,28 +53,37 @@ def receive_df(
     in_flight = gauge(record.location, attrs.fifo)
     seconds = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
 
-    def attempt() -> tuple[str, RangeClaim | None]:
+    def attempt() -> _Claim:
+        """Read, stage, and the claim's one commit on the queue: the last thing it does, so a
+        retry never follows a claim that committed."""
         now = ctx.now()
         granted = in_flight.reserve(
             max_messages, lambda: count_in_flight(ctx, record, now), f"queue {record.name!r}"
         )
-        claimed = 0
-        claim = _Claim(ctx, record, claims_table, now, seconds)
+        claim = _Claim(ctx, record, claims_table, now, seconds, granted)
         try:
-            if attrs.fifo:
-                claimed = claim.groups(granted)
-                return claim.token, None
-            by_range = claim.ranges(granted)
-            claimed = by_range.count
-            return claim.token, by_range
+            claim.commit()
         except Exception:
+            in_flight.settle(granted, 0)
             _discard(ctx, claims_table, claim.token)  # so the stage never shows rows not claimed
             raise
-        finally:
-            in_flight.settle(granted, claimed)
+        return claim
 
-    token, by_range = storage.transact(record.location, attempt, f"receiving from {record.name!r}")
-    frame = storage.read(claims_table).where(F.col("claim_id") == token).select(*MESSAGE_FIELDS)
+    claim = storage.transact(record.location, attempt, f"receiving from {record.name!r}")
+    claimed = 0
+    try:
+        claimed = claim.settle()  # steps after the commit: idempotent, each retried on its own
+    except TransactionConflict as error:
+        raise TransactionConflict(
+            f"a receive_df on {record.name!r} committed its claim, but making its result agree"
+            " with the queue kept conflicting: the claimed messages come back when their"
+            " visibility timeout ends. Retry later."
+        ) from error
+    finally:
+        in_flight.settle(claim.granted, claimed)
+    frame = storage.read(claims_table).where(F.col("claim_id") == claim.token)
+    frame = frame.select(*MESSAGE_FIELDS)
+    by_range = claim.by_range
     return ranges.remember(frame, by_range) if by_range is not None and by_range.count else frame
 
 
@@ -87,10 +97,58 @@ class _Claim:
         claims_table: str,
         now: datetime,
         seconds: int,
+        granted: int,
     ) -> None:
         self.ctx, self.record, self.claims_table, self.now = ctx, record, claims_table, now
+        self.granted = granted  # what the in-flight limit allows this claim
         self.token = handles.new_token()
         self.values = claim_values(now, now + timedelta(seconds=seconds))
+        self.by_range: RangeClaim | None = None  # a standard queue's claim, once committed
+        self._settled: int | None = None  # the claimed count, when the commit's counts prove it
+        self._shards: list[int] = []  # a FIFO claim's shards
+        self._proof = (False, 0)  # a range claim's UPDATE: (counted all staged, version before)
+
+    def commit(self) -> None:
+        """Stages up to `granted` rows and makes the claim's one commit on the queue."""
+        if self.record.attributes.fifo:
+            self._groups(self.granted)
+        else:
+            self._ranges(self.granted)
+
+    def settle(self) -> int:
+        """After the commit: when its counts did not prove that the queue took exactly the
+        staged rows, makes the stage and the queue agree (each step its own transaction, safe to
+        repeat); returns how many messages the claim holds."""
+        if self._settled is not None:
+            return self._settled
+        ctx, record = self.ctx, self.record
+        if self.by_range is not None:
+            counted, before = self._proof
+            if counted and ctx.storage.version(record.location) == before + 1:
+                return self.by_range.count
+            won = ranges.reconcile(
+                ctx.storage,
+                record.location,
+                self.claims_table,
+                self.by_range,
+                record.secret,
+                self._release(),
+            )
+            self.by_range = RangeClaim(
+                self.by_range.location, self.by_range.token, self.by_range.bounds, won
+            )
+            return won
+        return _drop_lost_claims(ctx, record, self.claims_table, self.token, self._shards)
+
+    def _release(self) -> dict[str, Column]:
+        """What a row the claim's UPDATE took beyond its stage becomes: as if never received."""
+        return {
+            "receipt_handle": F.lit(None).cast("string"),
+            "handle_issued_at": F.lit(None).cast("timestamp"),
+            "visible_at": F.lit(self.now),
+            "receive_count": F.col("receive_count") - 1,
+            "first_received_at": F.when(F.col("receive_count") > 1, F.col("first_received_at")),
+        }
 
     def _handle(self) -> Column:
         return handles.issue_column(
@@ -110,7 +168,7 @@ class _Claim:
         what = f"staging a claim on {self.record.name!r}"
         return self.ctx.storage.append(self.claims_table, staged, what, observe=observe)
 
-    def ranges(self, wanted: int) -> RangeClaim:
+    def _ranges(self, wanted: int) -> None:
         """A standard queue's claim: the lowest ids of one random shard (a deep queue), else of
         the shards in order of nearness to it; then one UPDATE by range."""
         record, attrs, storage = self.record, self.record.attributes, self.ctx.storage
@@ -134,8 +192,10 @@ class _Claim:
             tuple((shard, highest) for shard, (highest, _) in sorted(bounds.items())),
             sum(rows for _, rows in bounds.values()),
         )
+        self.by_range = claim
         if not claim.count:
-            return claim
+            self._settled = 0
+            return
         counts = storage.change(
             record.location,
             claim.rows() & claimable(self.now, attrs),
@@ -143,20 +203,8 @@ class _Claim:
             {**self.values, "receipt_handle": self._handle()},
         )
         # Only when no other commit came between the read and this one does an equal count
-        # prove the UPDATE claimed exactly the staged rows (see ranges.py).
-        if counts.all_of(claim.count) and storage.version(record.location) == before + 1:
-            return claim
-        release = {
-            "receipt_handle": F.lit(None).cast("string"),
-            "handle_issued_at": F.lit(None).cast("timestamp"),
-            "visible_at": F.lit(self.now),
-            "receive_count": F.col("receive_count") - 1,
-            "first_received_at": F.when(F.col("receive_count") > 1, F.col("first_received_at")),
-        }
-        won = ranges.reconcile(
-            storage, record.location, self.claims_table, claim, record.secret, release
-        )
-        return RangeClaim(claim.location, claim.token, claim.bounds, won)
+        # prove the UPDATE claimed exactly the staged rows (see ranges.py): settle() checks.
+        self._proof = (counts.all_of(claim.count), before)
 
     def _stage_lowest(
         self, ordered: DataFrame, shards: list[int], wanted: int
@@ -164,7 +212,7 @@ class _Claim:
         observed = self._stage(ordered.limit(wanted), ranges.bounds_observed(shards))
         return ranges.bounds_of(observed, shards)
 
-    def groups(self, wanted: int) -> int:
+    def _groups(self, wanted: int) -> None:
         """A FIFO claim: group prefixes staged, then one MERGE that fails whole if any changed."""
         ctx, record = self.ctx, self.record
         prefixes = fifo.deliverable(ctx.read(record), self.now, record.attributes, self.token)
@@ -172,8 +220,9 @@ class _Claim:
         claimed = ctx.storage.read(self.claims_table).where(F.col("claim_id") == self.token)
         per_shard = claimed.groupBy("shard").count().collect()
         if not per_shard:
-            return 0
-        shards = [row["shard"] for row in per_shard]
+            self._settled = 0
+            return
+        shards = self._shards = [row["shard"] for row in per_shard]
         merge = claim_update(
             keyed_merge(ctx, record, claimed, shards),
             self.now,
@@ -183,8 +232,7 @@ class _Claim:
         counts = merge.execute()
         staged_count = sum(row["count"] for row in per_shard)
         if counts.all_of(staged_count):
-            return staged_count
-        return _drop_lost_claims(ctx, record, self.claims_table, self.token, shards)
+            self._settled = staged_count
 
 
 def _discard(ctx: QueueContext, claims_table: str, token: str) -> None:

@@ -91,24 +91,32 @@ def reconcile(
 ) -> int:
     """Makes the stage equal what the UPDATE claimed; returns how many that is.
 
-    Staged rows whose handle the table does not hold were taken by someone else first: they leave
-    the stage. Rows the UPDATE claimed beyond the stage (only if clocks disagree across drivers)
-    are released at once with `release`, as if their receive had never happened.
+    Runs after the claim committed, in steps that are each their own transaction and safe to
+    repeat, so a conflict in one retries that step, never the claim. Rows the UPDATE claimed
+    beyond the stage (a send whose id was made before the claim's read committed after it; a
+    message moved back with its old id; clocks that disagree) are released with `release`, as
+    if their receive had never happened; then staged rows whose handle the table does not hold
+    (taken by someone else first) leave the stage.
     """
-    held = storage.read(location).where(claim.held(secret)).select("message_id").persist()
     staged = storage.read(claims_table).where(F.col("claim_id") == claim.token)
-    try:
-        holding = held.count()  # also fixes `held` before the release below changes the rows
+
+    def release_extra() -> None:
+        held = storage.read(location).where(claim.held(secret)).select("message_id")
         extra = [row.message_id for row in held.join(staged, "message_id", "left_anti").collect()]
-        if extra:
+        if extra:  # rows already released no longer hold the handle: a repeat finds none
             storage.change(
                 location,
-                claim.held(secret) & F.col("message_id").isin(extra),
+                claim.held(secret) & in_list("message_id", extra),
                 ("shard", "message_id"),
                 release,
             )
+
+    storage.transact(location, release_extra, "releasing rows a claim took beyond its stage")
+    held = storage.read(location).where(claim.held(secret)).select("message_id").persist()
+    try:
+        holding = held.count()  # fixes `held` for the trim below
         keep_only(storage, claims_table, claim.token, held)
-        return holding - len(extra)
+        return holding
     finally:
         held.unpersist()
 

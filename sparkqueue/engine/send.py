@@ -23,6 +23,7 @@ from ..attributes import QueueAttributes
 from ..clock import to_micros
 from ..errors import InvalidParameterValue, MissingParameter
 from ..limits import MAX_DELAY_SECONDS
+from ..model import SentMessage
 from ..rules.checks import check_int
 from ..rules.ids import content_deduplication_id, message_id_column, new_message_id
 from ..rules.validation import (
@@ -171,9 +172,10 @@ def _check_fifo_options(
     how: str = "",
 ) -> None:
     """SQS's FIFO rules for what a send must and must not carry."""
-    if delay is not None:
+    if delay is not None and (isinstance(delay, bool) or delay != 0):  # an explicit 0 is fine
         raise InvalidParameterValue(
-            "FIFO queues take no per-message delay_seconds; set the queue's delay_seconds instead"
+            "FIFO queues take no per-message delay_seconds other than 0; set the queue's"
+            " delay_seconds instead"
         )
     if group_id is None:
         raise MissingParameter(f"a FIFO queue needs group_id{how} for every message")
@@ -228,10 +230,12 @@ def _optional_string(df: DataFrame, name: str | None, what: str) -> Column:
     return _column(df, name, what, (StringType,))
 
 
-def send_entries(ctx: QueueContext, record: QueueRecord, entries: list[SendEntry]) -> list[str]:
+def send_entries(
+    ctx: QueueContext, record: QueueRecord, entries: list[SendEntry]
+) -> list[SentMessage]:
     """Writes validated entries in one commit, to one random shard (standard) or each to its
     group's shard (FIFO); returns their ids (on FIFO queues, a duplicate gets the id of the
-    message it repeats)."""
+    message it repeats) and, on FIFO queues, the sequence numbers the commit gave them."""
     now = ctx.now()
     micros = to_micros(now)
     shard = random.randrange(record.attributes.shards)
@@ -254,7 +258,7 @@ def send_entries(ctx: QueueContext, record: QueueRecord, entries: list[SendEntry
         record.location, frame, f"sending to {record.name!r}", options=QUEUE_WRITE_OPTIONS
     )
     if not record.attributes.fifo:
-        return ids
+        return [SentMessage(message_id) for message_id in ids]
     sent = {i: e.deduplication_id for i, e in zip(ids, entries, strict=True)}
     originals = fifo.originals(ctx.read(record), sent)  # type: ignore[arg-type]
     return [originals[message_id] for message_id in ids]

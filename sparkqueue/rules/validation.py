@@ -29,6 +29,16 @@ _MAX_NUMBER_DIGITS = 38
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 # Group and deduplication ids: alphanumerics and ASCII punctuation.
 IDENTIFIER_RULE = rf"[!-~]{{1,{MAX_ID_LENGTH}}}"
+# SQS's message system attributes a sender may set (String values), kept in `attribute_types`
+# under "AWS.<name>": no attribute may have that name (the rule above), so the key never meets a
+# message attribute, and `attributes` (their count, size and MD5) stays the sender's own.
+SENDER_SYSTEM_ATTRIBUTES = ("AWSTraceHeader",)
+SYSTEM_KEY_PREFIX = "AWS."
+
+
+def system_key(name: str) -> str:
+    """Where a message system attribute (AWSTraceHeader) is kept in `attribute_types`."""
+    return SYSTEM_KEY_PREFIX + name
 
 
 def _forbidden_class(escape: str) -> str:
@@ -94,7 +104,8 @@ def check_attributes(attributes: Any) -> dict[str, str]:
 
 def check_attribute_types(types: Any, attributes: dict[str, str]) -> dict[str, str]:
     """SQS DataTypes for some of `attributes` (the rest are plain strings): a Number's value must
-    be a number, a Binary's base64 text. Plain "String" entries are dropped: absent means String."""
+    be a number, a Binary's base64 text. Plain "String" entries are dropped: absent means String.
+    A `system_key` entry holds a message system attribute's value instead."""
     if types is None:
         return {}
     if not isinstance(types, dict):
@@ -104,6 +115,14 @@ def check_attribute_types(types: Any, attributes: dict[str, str]) -> dict[str, s
         )
     kept: dict[str, str] = {}
     for name, data_type in types.items():
+        if isinstance(name, str) and name.startswith(SYSTEM_KEY_PREFIX):
+            if name[len(SYSTEM_KEY_PREFIX) :] not in SENDER_SYSTEM_ATTRIBUTES:
+                raise InvalidParameterValue(
+                    f"attribute_types names {name!r}; the system attributes a message may carry"
+                    f" are {[system_key(n) for n in SENDER_SYSTEM_ATTRIBUTES]}"
+                )
+            kept[name] = check_text(f"the system attribute {name!r}", data_type)
+            continue
         if name not in attributes:
             raise InvalidParameterValue(
                 f"attribute_types names {name!r}, which is not one of the message's attributes"

@@ -15,7 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import boto3
+import botocore.loaders
 import botocore.session
+from botocore import UNSIGNED
 from botocore.config import Config
 
 from tests.integration.servers import daemon
@@ -53,13 +55,17 @@ QUERY_ENTRY_NAMES = {  # Entries and Successful, by operation
 
 @contextmanager
 def endpoint(
-    root: Path, log: Path, keys: str | None = f"{ACCESS_KEY}:{SECRET_KEY}"
+    root: Path,
+    log: Path,
+    keys: str | None = f"{ACCESS_KEY}:{SECRET_KEY}",
+    extra: list[str] | None = None,
 ) -> Iterator[str]:
-    """`sparkqueue serve --root ROOT --port 0` until it prints its URL; yields that URL."""
+    """`sparkqueue serve --root ROOT --port 0 [EXTRA...]` until it prints its URL; yields that
+    URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARKQUEUE_", "SPARK_REMOTE"))}
     if keys is not None:
         env["SPARKQUEUE_ACCESS_KEYS"] = keys
-    args = [COMMAND, "serve", "--root", str(root), "--port", "0"]
+    args = [COMMAND, "serve", "--root", str(root), "--port", "0", *(extra or [])]
     with daemon(args, log, READY, env):
         found = re.search(READY, log.read_text())
         assert found is not None
@@ -77,11 +83,14 @@ def json_client(url: str, **keys: str):
     )
 
 
-def query_client(url: str, model_dir: Path):
-    """boto3 on a copy of the SQS model that speaks the query protocol."""
+def query_client(url: str, model_dir: Path, *, signed: bool = True):
+    """boto3 on a copy of the SQS model that speaks the query protocol (unsigned, as botocore's
+    UNSIGNED config sends it, when `signed` is False)."""
     session = botocore.session.Session()
     loader = session.get_component("data_loader")
-    model = copy.deepcopy(loader.load_service_model("sqs", "service-2"))
+    # Read the JSON model through a loader of its own: the session's loader caches what it loads,
+    # and would hand the client the cached JSON model instead of the copy written below.
+    model = copy.deepcopy(botocore.loaders.create_loader().load_service_model("sqs", "service-2"))
     model["metadata"].update(
         protocol="query",
         protocols=["query"],
@@ -121,5 +130,7 @@ def query_client(url: str, model_dir: Path):
         region_name=REGION,
         aws_access_key_id=ACCESS_KEY,
         aws_secret_access_key=SECRET_KEY,
-        config=Config(retries={"max_attempts": 2}),
+        config=Config(
+            retries={"max_attempts": 2}, **({} if signed else {"signature_version": UNSIGNED})
+        ),
     )

@@ -72,7 +72,7 @@ def test_name_limits(broker):
         ("retention_seconds", 59, 60),
         ("retention_seconds", 1_209_601, 1_209_600),
         ("max_message_bytes", 1023, 1024),
-        ("max_message_bytes", 262_145, 262_144),
+        ("max_message_bytes", 1_048_577, 1_048_576),
     ],
 )
 def test_attribute_ranges(broker, attribute, bad, good):

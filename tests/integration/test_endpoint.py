@@ -90,7 +90,7 @@ def test_queue_lifecycle_attributes_tags_and_paging(sqs, name):
     assert some == {"DelaySeconds": "2"}
     for bad, wanted in (({"DelaySeconds": "901"}, "InvalidAttributeValue"),
                         ({"Colour": "red"}, "InvalidAttributeName"),
-                        ({"Policy": "{}"}, "InvalidAttributeName")):  # fmt: skip
+                        ({"Policy": "[1]"}, "InvalidAttributeValue")):  # fmt: skip
         with pytest.raises(ClientError) as error:
             sqs.set_queue_attributes(QueueUrl=url, Attributes=bad)
         assert code(error) == wanted
@@ -139,9 +139,8 @@ def test_typed_attributes_digests_and_system_attributes(sqs, name):
     assert again["MessageAttributes"] == {"trace.id": TYPED["trace.id"]}
     assert again["MD5OfMessageAttributes"] == attributes_md5({"trace.id": TYPED["trace.id"]})
     assert again["Attributes"] == {"ApproximateReceiveCount": "2"}
-    with pytest.raises(ClientError) as error:  # superseded by the second receive
-        sqs.delete_message(QueueUrl=url, ReceiptHandle=got["ReceiptHandle"])
-    assert code(error) == "ReceiptHandleIsInvalid"
+    # superseded by the second receive: succeeds and deletes nothing, as in SQS
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=got["ReceiptHandle"])
     sqs.delete_message(QueueUrl=url, ReceiptHandle=again["ReceiptHandle"])
     assert "Messages" not in sqs.receive_message(QueueUrl=url)
 
@@ -261,8 +260,10 @@ def test_dead_letters_and_move_tasks(sqs, served, spark, name):
     sqs.send_message(QueueUrl=url, MessageBody="poison")
     for _ in range(2):
         assert sqs.receive_message(QueueUrl=url, VisibilityTimeout=0, WaitTimeSeconds=5)["Messages"]
-    report = Broker(spark, str(served[0])).redrive([name])  # the scheduled job, from Spark
-    assert report.moved_to_dead_letter == 1
+    # the redrive job, from Spark (or the endpoint's own pass, if it came first)
+    Broker(spark, str(served[0])).redrive([name])
+    counted = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["ApproximateNumberOfMessages"])
+    assert counted["Attributes"] == {"ApproximateNumberOfMessages": "1"}
     with pytest.raises(ClientError) as error:  # the source is not a dead-letter queue
         sqs.start_message_move_task(SourceArn=dlq_arn.replace(f"{name}-dlq", name))
     assert code(error) == "InvalidParameterValue"

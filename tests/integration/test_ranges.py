@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections import Counter
 from datetime import timedelta
 
+import pytest
+from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
 from sparkqueue.engine import ranges
 from sparkqueue.errors import ReceiptHandleIsInvalid
 from sparkqueue.model import BatchResult
+from sparkqueue.store.transactions import STALE_READ_MARKER
 
 from .helpers import run_threads
 
@@ -76,12 +79,15 @@ def test_handles_received_again_fail_and_the_others_are_deleted(spark, broker, c
     assert queue.stats().visible == queue.stats().in_flight == 0
 
 
+@pytest.mark.parametrize("release_conflicts", [False, True])
 def test_a_claim_raced_by_other_drivers_returns_exactly_what_it_holds(
-    spark, broker, clock, monkeypatch
+    spark, broker, clock, monkeypatch, release_conflicts
 ):
     """Between the read and the UPDATE another driver claims a staged row, and one whose clock
     runs behind makes an in-flight row of the range visible again (on object stores nothing
-    stops either). The stage loses the first; the second, claimed beyond the stage, is released."""
+    stops either). The stage loses the first; the second, claimed beyond the stage, is released.
+    When that release meets a commit conflict, the release is retried, never the claim that had
+    committed (which used to leave its rows hidden under handles nobody held)."""
     queue = broker.create_queue("raced", shards=1)
     queue.send_df(numbered(spark, 10))
     storage = broker.context.storage
@@ -110,6 +116,17 @@ def test_a_claim_raced_by_other_drivers_returns_exactly_what_it_holds(
         return bounds_of(observed, shards)
 
     monkeypatch.setattr(ranges, "bounds_of", meanwhile)
+    if release_conflicts:
+        change, conflicts = storage.change, []
+
+        def conflict_once(address, rows, key, values=None):
+            releasing = values is not None and "NULL" in str(values["receipt_handle"])
+            if address == location and releasing and not conflicts:
+                conflicts.append(address)  # as if another commit came first: retried
+                raise PySparkException(message=STALE_READ_MARKER)
+            return change(address, rows, key, values)
+
+        monkeypatch.setattr(storage, "change", conflict_once)
     claimed = queue.receive_df(10)
     monkeypatch.undo()
     got = {row.message_id for row in claimed.collect()}

@@ -20,6 +20,7 @@ from sparkqueue.endpoint.digest import TypedValue, md5_of_attributes, md5_of_bod
 from sparkqueue.endpoint.faults import SqsFault
 from sparkqueue.endpoint.longpoll import LongPolls
 from sparkqueue.endpoint.naming import Naming
+from sparkqueue.endpoint.transport import Headers
 from sparkqueue.errors import InvalidParameterValue
 
 NUMBER = TypedValue("Number.float", "4563442423554324324264524243.32543234")
@@ -124,7 +125,7 @@ def signed(secret: str = "s3cret", *, when: datetime | None = None, body: bytes 
     request = AWSRequest(method="POST", url="http://127.0.0.1:9324/", data=body,
                          headers={"X-Amz-Target": "AmazonSQS.ListQueues", "Host": "127.0.0.1:9324"})  # fmt: skip
     SigV4Auth(Credentials("key1", secret), "sqs", "eu-west-1").add_auth(request)
-    return dict(request.headers.items())
+    return Headers.of(request.headers.items())
 
 
 def test_signatures_are_checked_with_the_configured_keys():
@@ -132,12 +133,12 @@ def test_signatures_are_checked_with_the_configured_keys():
     now = datetime.now(UTC)
     url = "http://127.0.0.1:9324/"
     assert check_signature(keys, "POST", url, signed(), b"{}", now) == "key1"
-    assert check_signature(AccessKeys({}), "POST", url, {}, b"", now) is None
+    assert check_signature(AccessKeys({}), "POST", url, Headers.of([]), b"", now) is None
     cases = [
         (signed("wrong"), b"{}", now, "SignatureDoesNotMatch"),
         (signed(), b'{"tampered": 1}', now, "SignatureDoesNotMatch"),
-        ({}, b"{}", now, "MissingAuthenticationToken"),
-        ({"Authorization": "Basic abc"}, b"{}", now, "IncompleteSignature"),
+        (Headers.of([]), b"{}", now, "MissingAuthenticationToken"),
+        (Headers.of([("Authorization", "Basic abc")]), b"{}", now, "IncompleteSignature"),
         (signed(), b"{}", now + timedelta(minutes=16), "RequestExpired"),
     ]
     for headers, body, at, name in cases:
@@ -159,6 +160,7 @@ def test_queue_attributes_in_sqs_spelling():
         {"VisibilityTimeout": "60", "FifoQueue": "false",
          "RedrivePolicy": json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": "4"})},
         naming,
+        fifo=False,
     )  # fmt: skip
     assert keywords == {"visibility_timeout": 60, "fifo": False, "dead_letter_queue": "dlq",
                         "max_receive_count": 4}  # fmt: skip
@@ -168,11 +170,11 @@ def test_queue_attributes_in_sqs_spelling():
         ({"FifoQueue": "yes"}, "InvalidAttributeValue"),
         ({"RedrivePolicy": "{"}, "InvalidAttributeValue"),
         ({"RedriveAllowPolicy": json.dumps({"redrivePermission": "byQueue"})}, "InvalidAttributeValue"),
-        ({"KmsMasterKeyId": "k"}, "InvalidAttributeName"),
+        ({"DeduplicationScope": "queue"}, "InvalidAttributeName"),  # FIFO only
         ({"Nonsense": "1"}, "InvalidAttributeName"),
     ):  # fmt: skip
         with pytest.raises(SqsFault) as fault:
-            settings.to_keywords(attributes, naming)
+            settings.to_keywords(attributes, naming, fifo=False)
         assert fault.value.kind.name == name
     policy = settings.to_keywords(
         {
@@ -181,6 +183,7 @@ def test_queue_attributes_in_sqs_spelling():
             )
         },
         naming,
+        fifo=False,
     )["redrive_allow_policy"]
     assert settings.allows_source(policy, arn) and not settings.allows_source(
         policy, naming.arn("x")

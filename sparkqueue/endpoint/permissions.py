@@ -1,0 +1,75 @@
+"""AddPermission and RemovePermission as edits of a queue's stored access Policy, a JSON policy
+document whose statements' Sid is the permission's Label (as SQS keeps them). The endpoint
+stores the policy for clients that set and read it; access is decided by the endpoint's keys,
+not by the policy."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .faults import SqsFault
+
+POLICY_VERSION = "2012-10-17"
+_LABEL = re.compile(r"[A-Za-z0-9_-]{1,80}")
+_ACCOUNT = re.compile(r"[0-9]{12}")
+# The actions a permission may name (SQS's list; "*" for all of them).
+ACTIONS = frozenset(
+    {
+        "*", "SendMessage", "ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility",
+        "GetQueueAttributes", "GetQueueUrl", "ListDeadLetterSourceQueues", "PurgeQueue",
+        "ListQueueTags",
+    }
+)  # fmt: skip
+
+
+def added(
+    policy: str | None, label: str, accounts: list[str], actions: list[str], queue_arn: str
+) -> str:
+    """The policy with a statement `label` letting `accounts` do `actions` on the queue."""
+    if not _LABEL.fullmatch(label):
+        raise SqsFault(
+            "InvalidParameterValue", "Label is 1 to 80 characters of A-Z, a-z, 0-9, '-' and '_'"
+        )
+    if not accounts or not all(_ACCOUNT.fullmatch(a) for a in accounts):
+        raise SqsFault("InvalidParameterValue", "AWSAccountIds are 12-digit account ids")
+    unknown = [a for a in actions if a not in ACTIONS]
+    if not actions or unknown:
+        raise SqsFault(
+            "InvalidParameterValue",
+            f"Actions must name some of {', '.join(sorted(ACTIONS))}"
+            + (f"; not {unknown[0][:80]!r}" if unknown else ""),
+        )
+    document = _document(policy)
+    statements = document["Statement"]
+    if any(statement.get("Sid") == label for statement in statements):
+        raise SqsFault("InvalidParameterValue", f"the queue's policy already has a Label {label!r}")
+    statements.append(
+        {
+            "Sid": label,
+            "Effect": "Allow",
+            "Principal": {"AWS": [f"arn:aws:iam::{account}:root" for account in accounts]},
+            "Action": [f"SQS:{action}" for action in actions],
+            "Resource": queue_arn,
+        }
+    )
+    return json.dumps(document)
+
+
+def removed(policy: str | None, label: str) -> str | None:
+    """The policy without the statement `label` (None when no statement is left)."""
+    document = _document(policy)
+    kept = [s for s in document["Statement"] if s.get("Sid") != label]
+    if len(kept) == len(document["Statement"]):
+        raise SqsFault(
+            "InvalidParameterValue", f"the queue's policy has no permission labelled {label[:80]!r}"
+        )
+    return json.dumps({**document, "Statement": kept}) if kept else None
+
+
+def _document(policy: str | None) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(policy) if policy else {"Version": POLICY_VERSION}
+    statements = document.get("Statement", [])
+    document["Statement"] = [statements] if isinstance(statements, dict) else list(statements)
+    return document

@@ -1,0 +1,64 @@
+"""The redrive pass, run by the endpoint itself while it serves.
+
+Messages received `maxReceiveCount` times wait for a redrive pass to move them to their
+dead-letter queue (and expired claims wait for it to be released, old messages to be dropped).
+SQS clients expect that to happen on its own, with no separate job to run, so `sparkqueue serve`
+runs `Broker.redrive` over its queues every `every_seconds` (0: never, for deployments that run
+the redrive job elsewhere) on a daemon thread; a failed pass is logged and the next one retries.
+A pass also does the table upkeep it finds due, as the redrive job would. Passes share the
+queues with clients and Spark jobs through optimistic transactions, as the job does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from ..broker import Broker
+
+log = logging.getLogger(__name__)
+
+
+class RedrivePasses:
+    """`Broker.redrive` every `every_seconds` between `start()` and `stop()`."""
+
+    def __init__(self, broker: Broker, every_seconds: float) -> None:
+        if isinstance(every_seconds, bool) or not every_seconds >= 0:
+            raise ValueError(f"the redrive interval must be 0 or more seconds, got {every_seconds}")
+        self._broker = broker
+        self.every_seconds = every_seconds
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.passes = 0
+
+    def start(self) -> None:
+        if self.every_seconds and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="redrive", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stops after the pass under way, if any (each of its moves is crash-safe anyway)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_seconds):
+            started = time.monotonic()
+            try:
+                report = self._broker.redrive()
+            except Exception:
+                log.exception("endpoint redrive pass failed; the next one retries")
+                continue
+            self.passes += 1
+            if report.moved_to_dead_letter or report.released or report.expired_by_retention:
+                log.info(
+                    "redrive pass: moved %d to dead-letter queues, released %d, expired %d"
+                    " (%.1f s)",
+                    report.moved_to_dead_letter,
+                    report.released,
+                    report.expired_by_retention,
+                    time.monotonic() - started,
+                )
