@@ -132,7 +132,7 @@ class Broker:
     def get_queue(self, name: str) -> Queue:
         """The queue named `name`; QueueDoesNotExist if there is none."""
         check_queue_name(name)
-        lifecycle.ensure_table(self.context.quick, self.context.record(name))
+        lifecycle.open_table(self.context.quick, self.context.record(name))
         return Queue(self.context, name)
 
     def list_queues(self, prefix: str = "") -> list[str]:

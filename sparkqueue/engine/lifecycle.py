@@ -56,6 +56,16 @@ def ensure_table(ctx: QueueContext, record: QueueRecord) -> None:
     )
 
 
+def open_table(ctx: QueueContext, record: QueueRecord) -> None:
+    """A lookup's check of the queue's table: upgraded if an older version wrote it, never
+    created (a lookup racing `delete_queue` must not bring back the table it dropped)."""
+    if not ctx.storage.upgrade_table(record.location, MESSAGE_SCHEMA):
+        raise QueueDoesNotExist(
+            f"queue {record.name!r} is registered but has no table: its creation was interrupted"
+            " (create_queue with the same attributes finishes it) or it is being deleted"
+        )
+
+
 def delete_queue(ctx: QueueContext, name: str) -> None:
     """Drops the queue's tables (messages and receive_df claims), then unregisters it."""
     record = ctx.record(name, fresh=True)

@@ -145,11 +145,19 @@ class Storage:
 
     # -- committing -------------------------------------------------------------------------------
 
-    def transact(self, address: str, action: Callable[[], T], what: str) -> T:
-        """Runs one read-check-commit operation on the table at `address`, safely, with retries."""
+    def transact(
+        self, address: str, action: Callable[[], T], what: str, *, alone: bool = False
+    ) -> T:
+        """Runs one read-check-commit operation on the table at `address`, safely, with retries;
+        `alone`: with no other transaction on the table in flight, in this process or another
+        (on a local root)."""
         root = self._root
         return run_transaction(
-            action, lock=self._lock(address), policy=root.policy, counter=root.conflicts, what=what
+            action,
+            lock=self._lock(address, alone),
+            policy=root.policy,
+            counter=root.conflicts,
+            what=what,
         )
 
     def append(
@@ -234,8 +242,27 @@ class Storage:
             if missing:
                 self.spark.sql(sql.add_columns(self._table(address).sql, missing))
 
-        self.transact(address, create, f"creating the table {address}")
+        # Alone: clearing a stub must never remove the log of a creation under way in another
+        # thread of this process (they share the commit lock otherwise).
+        self.transact(address, create, f"creating the table {address}", alone=True)
         self._remember(address)
+
+    def upgrade_table(self, address: str, schema: StructType) -> bool:
+        """Gives an existing table of an older version the nullable columns of `schema` it lacks;
+        False (and nothing written) when there is no table. Never creates one: a lookup racing
+        a delete must not bring back the table the delete dropped. Once per process and table."""
+        if address in self._root.known_tables:
+            return True
+        try:
+            have = set(self.read(address).columns)
+        except AnalysisException:
+            return False
+        missing = [f for f in schema.fields if f.name not in have and f.nullable]
+        if missing:
+            statement = sql.add_columns(self._table(address).sql, missing)
+            self.transact(address, lambda: self.spark.sql(statement), f"upgrading {address}")
+        self._remember(address)
+        return True
 
     def ensure_table_like(self, address: str, frame: DataFrame) -> None:
         """Creates a table with `frame`'s schema (an empty append: no user names reach SQL)."""
@@ -294,9 +321,11 @@ class Storage:
         with self._root.known_lock:
             self._root.known_tables.add(address)
 
-    def _lock(self, address: str) -> Callable[[], AbstractContextManager[object]]:
+    def _lock(self, address: str, alone: bool) -> Callable[[], AbstractContextManager[object]]:
         lock = self._process_lock(address)
-        return nullcontext if lock is None else lock.hold
+        if lock is None:
+            return nullcontext
+        return lock.hold_alone if alone else lock.hold
 
     def _process_lock(self, address: str) -> ProcessLock | None:
         """The cross-process commit lock of a table on a local root or schema (None elsewhere)."""

@@ -38,14 +38,37 @@ def test_a_create_that_died_before_its_table_is_finished_by_the_next_create(brok
     assert [m.body for m in queue.receive()] == ["hello"]
 
 
-def test_get_queue_finishes_it_too(broker, spark, clock, monkeypatch):
+def test_a_lookup_never_creates_a_table(broker, spark, clock, monkeypatch):
+    """get_queue of a queue registered without a table (a create that died, or a delete under
+    way) says it does not exist and creates nothing; create_queue finishes the creation."""
     with monkeypatch.context() as patch:
         patch.setattr(lifecycle, "ensure_table", lambda ctx, record: (_ for _ in ()).throw(Crash()))
         with pytest.raises(Crash):
             broker.create_queue("orders")
     other = Broker(spark, broker.root, clock=clock)  # another process, as it were
-    other.get_queue("orders").send("hello")
+    with pytest.raises(QueueDoesNotExist, match="create_queue"):
+        other.get_queue("orders")
+    assert folders(broker, "queues") == []
+    other.create_queue("orders").send("hello")
     assert broker.get_queue("orders").stats().visible == 1
+
+
+def test_a_lookup_during_a_delete_leaves_nothing_behind(broker, spark, clock, monkeypatch):
+    """A lookup between delete_queue's drop of the table and its unregistering used to create
+    the table again, which then no registry entry named."""
+    broker.create_queue("old").send("x")
+    other = Broker(spark, broker.root, clock=clock)
+    registry = broker.context.registry
+    remove = registry.remove
+
+    def look_first(record):
+        with pytest.raises(QueueDoesNotExist):
+            other.get_queue("old")
+        return remove(record)
+
+    monkeypatch.setattr(registry, "remove", look_first)
+    broker.delete_queue("old")
+    assert broker.list_queues() == [] and folders(broker, "queues") == []
 
 
 def test_delete_queue_removes_the_claims_table_too(broker):

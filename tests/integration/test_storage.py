@@ -4,6 +4,7 @@ stay small because they have no deletion vectors, and lean commits on local root
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -73,5 +74,39 @@ def test_a_queue_table_of_an_older_version_gains_the_new_columns(spark, tmp_path
     assert "attribute_types" not in broker.storage.read(older_table).columns
 
     later = Broker(spark, root)  # a new process's view: the table is not known to it yet
-    later.storage.ensure_table(older_table, MESSAGE_SCHEMA)
+    assert later.storage.upgrade_table(older_table, MESSAGE_SCHEMA)  # what a lookup does
     assert "attribute_types" in later.storage.read(older_table).columns
+    assert not later.storage.upgrade_table(f"{location}-missing", MESSAGE_SCHEMA)
+    assert not os.path.exists(urlparse(f"{location}-missing").path)  # a lookup never creates
+
+
+def test_threads_creating_one_table_never_clear_each_others_creation(broker, queue, monkeypatch):
+    """A creation first clears what a dead creation left (a `_delta_log` with no version): run
+    in two threads of one process at once, one could clear the log of the other's creation under
+    way. Creations of one table now run alone; the test counts creations inside at once."""
+    from sparkqueue.store import storage as storage_module
+    from sparkqueue.store.schema import MESSAGE_SCHEMA
+
+    from .helpers import run_threads
+
+    storage = broker.storage
+    address = f"{broker.context.record('work').location}-twice"
+    inside, most = [0], [0]
+    clear, remember = storage_module.clear_unfinished_log, storage._remember
+
+    def clearing(folder: str) -> bool:
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.3)  # a creation takes a while: the window another thread used to enter
+        return clear(folder)
+
+    def remembering(table: str) -> None:
+        if table == address:
+            inside[0] -= 1
+        remember(table)
+
+    monkeypatch.setattr(storage_module, "clear_unfinished_log", clearing)
+    monkeypatch.setattr(storage, "_remember", remembering)
+    run_threads([lambda: storage.ensure_table(address, MESSAGE_SCHEMA)] * 2)
+    assert most[0] == 1
+    assert storage.read(address).count() == 0
