@@ -62,7 +62,11 @@ IN_FLIGHT_RECOUNT_SHARE = 0.8  # recount every time once the estimate is this cl
 # files small enough that rewriting one costs little next to the commit.
 QUEUE_ROWS_PER_FILE = 5_000
 COMPACTED_FILE_BYTES = 1 << 20
-CANDIDATE_SLACK = 8  # extra candidates read, so concurrent receivers pick different rows
+# A queue whose random shard holds this many more visible messages than a receive wants is deep:
+# receives read one shard (roughly its oldest) instead of the whole queue's oldest (claim.py).
+DEEP_SHARD_ROWS = 1_000
+# A claim hides its messages this much longer at most for its own statement (engine/handout.py).
+HANDOUT_ALLOWANCE_MAX_SECONDS = 5.0
 # The worker loop claims batches up to this size through the driver in one commit with the last
 # batch's deletes (engine/statement.py); bigger ones are staged as receive_df claims.
 EXCHANGE_MAX_BATCH = 100_000

@@ -14,6 +14,7 @@ from ..store.registry import QueueRecord, Registry
 from ..store.storage import Storage
 from . import fifo
 from .group import CommitGroups
+from .handout import Handouts
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class QueueContext:
     clock: Clock
     # Shared by `quick` and every other copy: one group committer per queue for the whole broker.
     commits: CommitGroups = field(default_factory=CommitGroups, compare=False, repr=False)
+    # Likewise: how long claim statements take, so a visibility timeout runs from the handout.
+    handouts: Handouts = field(default_factory=Handouts, compare=False, repr=False)
 
     @property
     def quick(self) -> QueueContext:

@@ -10,7 +10,6 @@ caller what happened to its own.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
 from itertools import islice
 from typing import Any
 
@@ -63,8 +62,9 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 row.message_id: handles.issue(record.secret, token, row.shard, row.message_id)
                 for row in found
             }
+            began = ctx.now()
             claimed_until = {
-                row.message_id: now + timedelta(seconds=ask.timeout)
+                row.message_id: ctx.handouts.until(record.location, began, ask.timeout)
                 for ask, share in zip(asks, shares, strict=True)
                 for row in share
             }
@@ -80,7 +80,10 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 claimed_until=claimed_until,
                 token=token,
             )
-            if writes.commit():
+            committed = writes.commit()
+            if found:
+                ctx.handouts.took(record.location, began, ctx.now())
+            if committed:
                 won, superseded = set(issued), set()
                 changed = {handle: None for handle in changes}
             else:  # someone else came first somewhere: the table says who holds what

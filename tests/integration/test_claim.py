@@ -157,9 +157,12 @@ def test_threads_and_queue_objects_share_the_in_flight_limit(spark, broker, monk
     assert broker.get_queue("small").stats().in_flight == sum(claimed)
 
 
-def test_a_deep_queue_is_read_one_shard_at_a_time_and_drains_completely(spark, broker):
+def test_a_deep_queue_is_read_one_shard_at_a_time_and_drains_completely(
+    spark, broker, monkeypatch
+):
     """Once a read finds enough in one shard, receives read one shard and stop early; when that
     shard runs dry they fall back to the others, and the queue still drains exactly once."""
+    monkeypatch.setattr(claim, "DEEP_SHARD_ROWS", 10)  # 80 messages make a deep queue here
     queue = broker.create_queue("deep", shards=2)
     queue.send_df(spark.range(80).select(F.col("id").cast("string").alias("body")))
     location = broker.context.record("deep").location
@@ -174,3 +177,43 @@ def test_a_deep_queue_is_read_one_shard_at_a_time_and_drains_completely(spark, b
         received += [m.body for m in batch]
     assert sorted(received, key=int) == [str(i) for i in range(80)]
     assert deep_reads > 0
+
+
+def test_a_standard_queue_hands_out_the_oldest_first(broker, clock):
+    queue = broker.create_queue("ordered", shards=4)
+    sent = []
+    for i in range(6):  # one send at a time, each to a random shard
+        sent.append(queue.send(f"m{i}"))
+        clock.advance(0.002)
+    assert [m.message_id for m in queue.receive(1) + queue.receive(1)] == sent[:2]
+    assert [m.message_id for m in queue.receive(10)] == sent[2:]
+
+
+def test_the_visibility_timeout_runs_from_the_handout_not_from_the_read(broker, clock, monkeypatch):
+    """A receive that spends 3 s reading and 1 s in its statement (the fake clock moves while
+    they run): its message stays hidden for the whole timeout after it is handed out."""
+    queue = broker.create_queue("slow", visibility_timeout=10)
+    storage = broker.context.storage.interpreted
+    read, change = claim.candidates, storage.change
+
+    def slow_read(*args, **kwargs):
+        found = read(*args, **kwargs)
+        clock.advance(3)
+        return found
+
+    def slow_statement(address, rows, key, values=None):
+        counts = change(address, rows, key, values)
+        clock.advance(1)
+        return counts
+
+    monkeypatch.setattr(claim, "candidates", slow_read)
+    monkeypatch.setattr(storage, "change", slow_statement)
+    queue.send("warm-up")  # a first claim measures how long its statement takes
+    queue.delete(queue.receive(1)[0].receipt_handle)
+    queue.send("work")
+    [message] = queue.receive(1)  # handed out now
+    clock.advance(9.9)
+    assert queue.receive(1) == []
+    clock.advance(0.1 + 4)  # the receive's own read and statement move the clock by 4 s
+    [again] = queue.receive(1)
+    assert again.message_id == message.message_id
