@@ -157,9 +157,7 @@ def test_threads_and_queue_objects_share_the_in_flight_limit(spark, broker, monk
     assert broker.get_queue("small").stats().in_flight == sum(claimed)
 
 
-def test_a_deep_queue_is_read_one_shard_at_a_time_and_drains_completely(
-    spark, broker, monkeypatch
-):
+def test_a_deep_queue_is_read_one_shard_at_a_time_and_drains_completely(spark, broker, monkeypatch):
     """Once a read finds enough in one shard, receives read one shard and stop early; when that
     shard runs dry they fall back to the others, and the queue still drains exactly once."""
     monkeypatch.setattr(claim, "DEEP_SHARD_ROWS", 10)  # 80 messages make a deep queue here
