@@ -81,17 +81,23 @@ time.sleep(600)
 """
 
 
-def test_sigterm_flushes_the_queued_deletes_and_releases_the_prefetch(spark, tmp_path):
+def start_child(spark, tmp_path, script: str):
+    """A queue of 8 messages, and a process running `script` on it: (queue, process)."""
     root = str(tmp_path / "root")
     queue = Broker(spark, root).create_queue("signalled", visibility_timeout=3600)
     queue.send_batch([f"m{i}" for i in range(8)])
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, root],
+        [sys.executable, "-c", script, root],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
+    return queue, child
+
+
+def test_sigterm_flushes_the_queued_deletes_and_releases_the_prefetch(spark, tmp_path):
+    queue, child = start_child(spark, tmp_path, CHILD)
     deleted = child.stdout.readline().split()  # printed once the deletes are queued
     assert len(deleted) == 2, child.stderr.read()[-3000:]
     child.send_signal(signal.SIGTERM)
@@ -130,16 +136,7 @@ print("served", flush=True)
 def test_ctrl_c_during_a_flush_neither_hangs_nor_stops_the_queue(spark, tmp_path):
     """The signal handler used to flush on the interrupted thread, which held the flush lock
     (and led the round): the process hung. Now the close runs on a thread of its own."""
-    root = str(tmp_path / "root")
-    queue = Broker(spark, root).create_queue("signalled", visibility_timeout=3600)
-    queue.send_batch([f"m{i}" for i in range(8)])
-    child = subprocess.Popen(
-        [sys.executable, "-c", INTERRUPTED, root],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )
+    queue, child = start_child(spark, tmp_path, INTERRUPTED)
     try:
         out, err = child.communicate(timeout=180)
     except subprocess.TimeoutExpired:
