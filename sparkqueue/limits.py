@@ -65,6 +65,8 @@ COMPACTED_FILE_BYTES = 1 << 20
 # A queue whose random shard holds this many more visible messages than a receive wants is deep:
 # receives read one shard (roughly its oldest) instead of the whole queue's oldest (claim.py).
 DEEP_SHARD_ROWS = 1_000
+ATTRIBUTE_CHANGE_ATTEMPTS = 10  # reads of a queue's attributes a change retries on a concurrent one
+DEPTH_CHECK_SECONDS = 30.0  # how often a shallow read asks whether the queue became deep
 # A claim hides its messages this much longer at most for its own statement (engine/handout.py).
 HANDOUT_ALLOWANCE_MAX_SECONDS = 5.0
 # The worker loop claims batches up to this size through the driver in one commit with the last

@@ -4,11 +4,12 @@ single-message operations run on the broker's interpreting session (`QueueContex
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
 
+from .attributes import QueueAttributes
 from .engine import acknowledge, claim_df, inspect, lifecycle, rounds, send
 from .engine.context import QueueContext
 from .engine.moves import Mover
@@ -47,10 +48,21 @@ class Queue:
 
     def set_attributes(self, **changes: Any) -> None:
         """Changes settings for later operations; messages already in flight keep their timeouts."""
-        changes = {**changes, "modified_at": self._ctx.now().timestamp()}
-        updated = self._ctx.record(self.name, fresh=True).attributes.changed(changes)
-        lifecycle.check_dead_letter_queue(self._ctx, self.name, updated)
-        if not self._ctx.registry.update_attributes(self.name, updated):
+        self.update_attributes(lambda current: changes)
+
+    def update_attributes(self, changes_of: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """`set_attributes(**changes_of(current))` as one step: `current` is read afresh, and if
+        another change lands first it is read again and `changes_of` runs again (for changes that
+        build on what is there, such as adding to a policy or to the tags)."""
+        modified_at = self._ctx.now().timestamp()
+
+        def change(current: QueueAttributes) -> QueueAttributes:
+            changes = {**changes_of(current.as_dict()), "modified_at": modified_at}
+            updated = current.changed(changes)
+            lifecycle.check_dead_letter_queue(self._ctx, self.name, updated)
+            return updated
+
+        if not self._ctx.registry.change_attributes(self.name, change):
             raise QueueDoesNotExist(f"queue {self.name!r} does not exist")
 
     # -- sending ------------------------------------------------------------------------------------

@@ -65,10 +65,13 @@ def run_chaos(
     messages: int = 600,
     kill_every: tuple[float, float] = (10.0, 25.0),
     seed: int | None = None,
+    min_kills: int = 0,
 ) -> ChaosReport:
     """Runs the roles for `seconds`, killing one at a time every `kill_every` seconds (a random
     span; consumers and the job in turn, each once it is up), then lets the consumers drain what
-    is left and checks the records. The producer runs here, on a thread, and is not killed."""
+    is left and checks the records. The producer runs here, on a thread, and is not killed.
+    Kills need their victims up (a JVM each, slow to start on a loaded machine): the run goes on
+    past `seconds`, up to twice as long, until it has made `min_kills`."""
     rng = random.Random(seed)
     broker = Broker(spark, root)
     broker.create_queue(DEAD_LETTERS)
@@ -84,16 +87,20 @@ def run_chaos(
     pace = max(0.05, seconds / 2 / (messages / 20))  # sends for about half the run
     sending = threading.Thread(target=produce, args=(queue, folder, messages, pace))
     sending.start()
-    kills, deadline = 0, time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        time.sleep(min(rng.uniform(*kill_every), max(0.0, deadline - time.monotonic())))
+    kills, started = 0, time.monotonic()
+
+    def end() -> float:  # past `seconds` only while kills are missing, up to twice as long
+        return started + (seconds if kills >= min_kills else 2 * seconds)
+
+    while time.monotonic() < end():
+        time.sleep(min(rng.uniform(*kill_every), max(0.0, end() - time.monotonic())))
         up = [name for name, process in running.items() if _is_up(process, folder)]
         kinds = (
             [name for name in up if name.startswith("consumer")],
             [n for n in up if n == "redrive"],
         )
         victims = kinds[kills % 2] or kinds[(kills + 1) % 2]  # consumers and the job in turn
-        if time.monotonic() >= deadline or not victims:
+        if time.monotonic() >= end() or not victims:
             continue
         victim = rng.choice(victims)
         running[victim].kill()

@@ -91,6 +91,37 @@ def check_signature(
     too old. `url` is the request's URL as the client addressed it (the Host header's)."""
     if not keys:
         return None
+    found, secret, stamp, names = check_credentials(keys, headers, now)
+    payload = hashlib.sha256(body).hexdigest()
+    claimed = headers.get("x-amz-content-sha256")
+    if claimed is not None and claimed.lower() != payload:
+        raise SqsFault(
+            "SignatureDoesNotMatch",
+            "X-Amz-Content-SHA256 must be the SHA-256 of the body (UNSIGNED-PAYLOAD is refused)",
+        )
+    signed = {name: headers.values[name] for name in names}
+    request = AWSRequest(method=method, url=url, data=body, headers=signed)
+    request.context["timestamp"] = stamp
+    signer = _Verifier(
+        Credentials(found["key"], secret), found["service"], found["region"], signed, payload
+    )
+    expected = signer.signature(
+        signer.string_to_sign(request, signer.canonical_request(request)), request
+    )
+    if found["service"] != SIGNING_SERVICE or not hmac.compare_digest(expected, found["signature"]):
+        raise SqsFault(
+            "SignatureDoesNotMatch", "the request signature does not match the one computed"
+        )
+    return found["key"]
+
+
+def check_credentials(
+    keys: AccessKeys, headers: Headers, now: datetime
+) -> tuple[re.Match[str], str, str, list[str]]:
+    """Everything a signature check can tell from the head alone (a known key, a fresh date,
+    every header that must be signed named): checked before a body is read, so that a client
+    without a key cannot make the server take in megabytes. The Authorization's parts, the
+    key's secret, the date stamp and the signed header names."""
     authorization = headers.get("authorization")
     if authorization is None:
         raise SqsFault(
@@ -126,27 +157,7 @@ def check_signature(
         raise SqsFault(
             "IncompleteSignature", f"the request lacks the signed header(s) {', '.join(absent)}"
         )
-    payload = hashlib.sha256(body).hexdigest()
-    claimed = headers.get("x-amz-content-sha256")
-    if claimed is not None and claimed.lower() != payload:
-        raise SqsFault(
-            "SignatureDoesNotMatch",
-            "X-Amz-Content-SHA256 must be the SHA-256 of the body (UNSIGNED-PAYLOAD is refused)",
-        )
-    signed = {name: headers.values[name] for name in names}
-    request = AWSRequest(method=method, url=url, data=body, headers=signed)
-    request.context["timestamp"] = stamp
-    signer = _Verifier(
-        Credentials(found["key"], secret), found["service"], found["region"], signed, payload
-    )
-    expected = signer.signature(
-        signer.string_to_sign(request, signer.canonical_request(request)), request
-    )
-    if found["service"] != SIGNING_SERVICE or not hmac.compare_digest(expected, found["signature"]):
-        raise SqsFault(
-            "SignatureDoesNotMatch", "the request signature does not match the one computed"
-        )
-    return found["key"]
+    return found, secret, stamp, names
 
 
 class _Verifier(SigV4Auth):

@@ -33,6 +33,7 @@ class Lookups(Generic[Found]):
         self._now = now
         self._lock = threading.Lock()
         self._found: dict[str, tuple[Found, float]] = {}
+        self._forgotten = 0  # how many times anything was forgotten: a fetch from before is stale
 
     def get(self, name: str) -> Found | None:
         """What `name` names: from memory while fresh, else fetched (and remembered if found)."""
@@ -40,11 +41,12 @@ class Lookups(Generic[Found]):
             entry = self._found.get(name)
             if entry is not None and self._now() < entry[1]:
                 return entry[0]
+            forgotten = self._forgotten
         found = self._fetch(name)  # outside the lock: one slow lookup does not stall the others
         with self._lock:
             if found is None:
                 self._found.pop(name, None)
-            else:
+            elif forgotten == self._forgotten:  # no delete came while fetching: still true
                 self._found[name] = (found, self._now() + self._ttl)
         return found
 
@@ -55,6 +57,7 @@ class Lookups(Generic[Found]):
     def forget(self, name: str | None = None) -> None:
         """Drops `name` (every name when None: something named is gone, but which is unknown)."""
         with self._lock:
+            self._forgotten += 1
             if name is None:
                 self._found.clear()
             else:

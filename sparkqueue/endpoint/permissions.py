@@ -9,6 +9,7 @@ import json
 import re
 from typing import Any
 
+from ..limits import MAX_POLICY_CHARACTERS
 from .faults import SqsFault
 
 POLICY_VERSION = "2012-10-17"
@@ -54,7 +55,12 @@ def added(
             "Resource": queue_arn,
         }
     )
-    return json.dumps(document)
+    text = json.dumps(document)
+    if len(text) > MAX_POLICY_CHARACTERS:
+        raise SqsFault(
+            "OverLimit", f"the queue's policy would exceed {MAX_POLICY_CHARACTERS} characters"
+        )
+    return text
 
 
 def removed(policy: str | None, label: str) -> str | None:

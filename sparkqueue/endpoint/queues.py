@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from typing import Any
 
 from ..attributes import MAX_TAGS
 from ..errors import InvalidParameterValue
 from ..limits import MAX_MESSAGE_BYTES
+from ..queue import Queue
 from . import permissions, settings
 from .faults import SqsFault
 from .service import Request, action
@@ -70,7 +72,9 @@ def list_queues(request: Request) -> dict[str, Any]:
 
 @action
 def delete_queue(request: Request) -> dict[str, Any]:
-    name = request.queue().name
+    """By name, not through a lookup: a queue a crash left registered without its table (which a
+    lookup reports as absent) must still be deletable."""
+    name = request.queue_name()
     request.service.queues.forget(name)
     request.service.broker.delete_queue(name)
     return {}
@@ -90,17 +94,19 @@ def get_queue_attributes(request: Request) -> dict[str, Any]:
 @action
 def set_queue_attributes(request: Request) -> dict[str, Any]:
     queue = request.queue()
-    current = queue.attributes
-    keywords = settings.to_keywords(
-        request.required("Attributes"), request.service.naming, fifo=current["fifo"]
-    )
-    if "sqs_metadata" in keywords:
-        keywords["sqs_metadata"] = settings.merged_metadata(
-            current["sqs_metadata"], keywords["sqs_metadata"]
-        )
-    _check_dead_letter_target(request, queue.name, keywords)
+    given = request.required("Attributes")
+
+    def changes(current: dict[str, Any]) -> dict[str, Any]:
+        keywords = settings.to_keywords(given, request.service.naming, fifo=current["fifo"])
+        if "sqs_metadata" in keywords:
+            keywords["sqs_metadata"] = settings.merged_metadata(
+                current["sqs_metadata"], keywords["sqs_metadata"]
+            )
+        _check_dead_letter_target(request, queue.name, keywords)
+        return keywords
+
     try:
-        queue.set_attributes(**keywords)
+        queue.update_attributes(changes)
     except InvalidParameterValue as error:
         raise SqsFault("InvalidAttributeValue", error.message) from None
     return {}
@@ -113,29 +119,27 @@ def add_permission(request: Request) -> dict[str, Any]:
     accounts = request.required("AWSAccountIds")
     actions = request.required("Actions")
     queue = request.queue()
-    policy = permissions.added(
-        queue.attributes["sqs_metadata"].get("Policy"),
-        label,
-        accounts,
-        actions,
-        request.service.naming.arn(queue.name),
-    )
-    _set_policy(queue, policy)
+    arn = request.service.naming.arn(queue.name)
+    _change_policy(queue, lambda policy: permissions.added(policy, label, accounts, actions, arn))
     return {}
 
 
 @action
 def remove_permission(request: Request) -> dict[str, Any]:
     label = request.required("Label")
-    queue = request.queue()
-    policy = permissions.removed(queue.attributes["sqs_metadata"].get("Policy"), label)
-    _set_policy(queue, policy)
+    _change_policy(request.queue(), lambda policy: permissions.removed(policy, label))
     return {}
 
 
-def _set_policy(queue: Any, policy: str | None) -> None:
-    metadata = settings.merged_metadata(queue.attributes["sqs_metadata"], {"Policy": policy or ""})
-    queue.set_attributes(sqs_metadata=metadata)
+def _change_policy(queue: Queue, change: Callable[[str | None], str | None]) -> None:
+    """Edits the stored Policy from its current text, as one step (see Queue.update_attributes)."""
+
+    def changes(current: dict[str, Any]) -> dict[str, Any]:
+        stored = current["sqs_metadata"]
+        policy = change(stored.get("Policy"))
+        return {"sqs_metadata": settings.merged_metadata(stored, {"Policy": policy or ""})}
+
+    queue.update_attributes(changes)
 
 
 @action
@@ -146,20 +150,23 @@ def purge_queue(request: Request) -> dict[str, Any]:
 
 @action
 def tag_queue(request: Request) -> dict[str, Any]:
-    queue = request.queue()
-    tags = {**queue.attributes["tags"], **request.required("Tags")}
-    if len(tags) > MAX_TAGS:
-        raise SqsFault("InvalidParameterValue", f"a queue may carry at most {MAX_TAGS} tags")
-    queue.set_attributes(tags=tags)
+    given = request.required("Tags")
+
+    def changes(current: dict[str, Any]) -> dict[str, Any]:
+        tags = {**current["tags"], **given}
+        if len(tags) > MAX_TAGS:
+            raise SqsFault("InvalidParameterValue", f"a queue may carry at most {MAX_TAGS} tags")
+        return {"tags": tags}
+
+    request.queue().update_attributes(changes)
     return {}
 
 
 @action
 def untag_queue(request: Request) -> dict[str, Any]:
-    queue = request.queue()
     removed = set(request.required("TagKeys"))
-    queue.set_attributes(
-        tags={k: v for k, v in queue.attributes["tags"].items() if k not in removed}
+    request.queue().update_attributes(
+        lambda current: {"tags": {k: v for k, v in current["tags"].items() if k not in removed}}
     )
     return {}
 

@@ -14,6 +14,7 @@ import logging
 import socket
 import ssl
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -30,7 +31,7 @@ from ..limits import (
     REDRIVE_EVERY_SECONDS,
 )
 from . import messages, queues, wire
-from .auth import AccessKeys, check_signature
+from .auth import AccessKeys, check_credentials, check_signature
 from .faults import SqsFault, fault_of
 from .naming import DEFAULT_ACCOUNT, Naming
 from .service import Request, Service
@@ -234,17 +235,40 @@ class _Handler(BaseHTTPRequestHandler):
         headers = Headers.of(self.headers.items(), defects=_cut_short(self.headers.defects))
         try:
             size = body_length(self.command, headers)
+            if endpoint.keys:  # no body is taken in for a client without a key
+                check_credentials(endpoint.keys, headers, datetime.now(UTC))
         except SqsFault as fault:
             status, answer, data = endpoint._fault(fault, headers.protocol, str(uuid.uuid4()))
             self.close_connection = True  # the unread body must not be taken for a request
             self._reply(status, {**answer, "Connection": "close"}, data)
             return
-        body = self.rfile.read(size)
+        body = self._read_body(size)
         if len(body) < size:  # the client closed the connection within the body
             self.close_connection = True
             return
         status, answer, data = endpoint.answer(self.command, self.path, headers, body)
         self._reply(status, answer, data)
+
+    def _read_body(self, size: int) -> bytes:
+        """The body, within one read timeout for all of it (a client sending a byte now and then
+        would otherwise hold its connection for as long as it likes); shorter if the client
+        closed within it, TimeoutError (http.server closes the connection) past the deadline."""
+        deadline = time.monotonic() + self.timeout
+        chunks, left = [], size
+        try:
+            while left:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError("the request body took longer than the read timeout")
+                self.connection.settimeout(remaining)
+                chunk = self.rfile.read1(min(left, 1 << 16))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+        finally:
+            self.connection.settimeout(self.timeout)
+        return b"".join(chunks)
 
     def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
         self.send_response(status)

@@ -9,6 +9,7 @@ queue the UPDATE fails whole if any claimed row changed, so that no group is eve
 from __future__ import annotations
 
 import random
+import time
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
 from ..clock import from_micros
-from ..limits import DEEP_SHARD_ROWS
+from ..limits import DEEP_SHARD_ROWS, DEPTH_CHECK_SECONDS
 from ..model import Message
 from ..rules import handles
 from ..store.dml import Merge, in_list
@@ -107,14 +108,25 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
             found += others
     else:  # the oldest of the queue; a full answer asks whether one shard would have done
         found = visible.orderBy("message_id").limit(wanted).collect()
-        if len(found) == wanted:
+        if len(found) == wanted and depth_due(record.location):
             deep = wanted + DEEP_SHARD_ROWS
             mark_deep(record.location, in_first.limit(deep).count() == deep)
     return sorted(found, key=lambda row: row.message_id)  # ids sort by send time: oldest first
 
 
-# Per queue table: whether this process's last candidate read found enough in one shard.
+# Per queue table: whether this process's last candidate read found enough in one shard, and
+# when a shallow read last asked (at most every DEPTH_CHECK_SECONDS: the question costs a job).
 _deep: dict[str, bool] = {}
+_depth_asked: dict[str, float] = {}
+
+
+def depth_due(location: str) -> bool:
+    """Whether a shallow read should ask again if one shard would do (and notes that it does)."""
+    now = time.monotonic()
+    if now - _depth_asked.get(location, -DEPTH_CHECK_SECONDS) < DEPTH_CHECK_SECONDS:
+        return False
+    _depth_asked[location] = now
+    return True
 
 
 def is_deep(location: str) -> bool:

@@ -76,11 +76,32 @@ class GroupCommitter(Generic[Op, Out]):
         """Runs `op` in the next round and returns its own outcome (or raises its own error).
 
         `run` receives a round's operations and returns their outcomes in the same order; if it
-        raises, every operation of that round gets the error. A caller interrupted anywhere in
-        here (KeyboardInterrupt, SystemExit) leaves the committer as it found it: its operation
-        leaves the queue, and a lead it held or was handed passes on, so later callers never
-        wait for a leader that is gone.
+        raises, every operation of that round gets the error.
+
+        Signals (Ctrl-C's KeyboardInterrupt, a handler's SystemExit) land on the main thread,
+        between any two of its steps. So there the caller only waits: a thread of its own plays
+        its part (waiting, leading rounds, handing the lead on) to the end, and an interrupt ends
+        the wait alone. No round is left half-finished and no lead half-handed-over, and the
+        interrupted operation still runs; later callers never wait for a leader that is gone.
         """
+        if threading.current_thread() is not threading.main_thread():
+            return self._submit(op, run)
+        box: dict[str, Any] = {}
+
+        def play() -> None:
+            try:
+                box["outcome"] = self._submit(op, run)
+            except BaseException as error:  # handed to the waiting main thread
+                box["error"] = error
+
+        player = threading.Thread(target=play, name="sparkqueue-commit", daemon=True)
+        player.start()
+        player.join()  # interruptible: a signal ends this wait, never the part played
+        if "error" in box:
+            raise box["error"]
+        return box["outcome"]
+
+    def _submit(self, op: Op, run: Callable[[list[Op]], list[Out]]) -> Out:
         me: _Waiter[Op, Out] = _Waiter(op)
         with self._lock:
             self._waiting.append(me)
@@ -91,14 +112,16 @@ class GroupCommitter(Generic[Op, Out]):
             if not me.leads:
                 me.woken.wait()  # until a round has run this operation, or it is this caller's turn
             while me.leads and not me.done:  # rounds until this caller's own operation has run
-                self._round(me, run)
+                self._round(run)
         finally:
             self._leave(me)
         return me.result()
 
-    def _round(self, me: _Waiter[Op, Out], run: Callable[[list[Op]], list[Out]]) -> None:
+    def _round(self, run: Callable[[list[Op]], list[Out]]) -> None:
         batch: list[_Waiter[Op, Out]] = []
         began = time.monotonic()
+        outcomes: list[Out] | None = None
+        failure: BaseException | None = None
         try:
             with self._lock:
                 expected = self._last_size
@@ -112,21 +135,11 @@ class GroupCommitter(Generic[Op, Out]):
             outcomes = run([w.op for w in batch])
             if len(outcomes) != len(batch):
                 raise RuntimeError(f"a round of {len(batch)} returned {len(outcomes)} outcomes")
-        except Exception as error:  # each caller of the round gets it, none hangs
-            for waiter in batch:
-                waiter.finish(None, error)
-        except BaseException:
-            # The leader itself was interrupted: the others of its round did not ask for that.
-            # They go back to the head of the line and the next leader runs them again, which is
-            # safe because every operation re-checks the rows it changes (a delete that did
-            # commit finds nothing more to do; a claim that did commit times out like any).
-            with self._lock:
-                self._waiting[:0] = [w for w in batch if w is not me and not w.done]
-            raise
-        else:
-            for waiter, outcome in zip(batch, outcomes, strict=True):
-                waiter.finish(outcome, None)
+        except BaseException as error:  # each caller of the round gets it, none hangs
+            failure = error
         finally:
+            for index, waiter in enumerate(batch):
+                waiter.finish(None if failure else outcomes[index], failure)  # type: ignore[index]
             with self._lock:  # the round's callers and those that came meanwhile: who is about
                 self._last_size = len(batch) + len(self._waiting)
                 self._last_seconds = time.monotonic() - began

@@ -24,9 +24,10 @@ class Handouts:
         self._seconds: dict[str, float] = {}
 
     def until(self, location: str, began: datetime, seconds: int) -> datetime:
-        """When messages a statement starting at `began` claims for `seconds` are visible again."""
+        """When messages a statement starting at `began` claims for `seconds` are visible again
+        (a timeout of 0 leaves them visible at once, as SQS)."""
         with self._lock:
-            allowance = self._seconds.get(location, 0.0)
+            allowance = self._seconds.get(location, 0.0) if seconds else 0.0
         return began + timedelta(seconds=seconds + allowance)
 
     def took(self, location: str, began: datetime, ended: datetime) -> None:

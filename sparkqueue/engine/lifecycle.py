@@ -2,8 +2,9 @@
 
 A queue is registered before its table is created, and its tables are dropped before it is
 unregistered: a crash in between leaves a registered queue whose table is missing or half gone,
-which the next `create_queue` or `get_queue` of that name completes (creating the table) and the
-next `delete_queue` finishes. No table is ever left that the registry does not name.
+which the next `create_queue` of that name completes (creating the table) and the next
+`delete_queue` finishes. A lookup (`get_queue`) never creates: racing a delete, it would bring
+back the table just dropped. No table is ever left that the registry does not name.
 """
 
 from __future__ import annotations

@@ -250,7 +250,8 @@ class BufferedQueue:
         self._flush_pending()
         with self._changed:
             result, self._flushed = self._flushed, BatchResult()
-            own, self._releases = self._releases, set()
+            own = self._releases & {*result.successful, *result.failed}  # sent ones only
+            self._releases -= own
         return BatchResult(
             [h for h in result.successful if h not in own],
             {h: code for h, code in result.failed.items() if h not in own},
@@ -264,12 +265,10 @@ class BufferedQueue:
 
     def _close(self, join_seconds: float | None) -> BatchResult:
         with self._changed:
-            first = not self._closed.is_set()
             self._closed.set()
             self._changed.notify_all()
-        if first:  # a claim or flush under way finishes first
-            for thread in self._threads:
-                thread.join(join_seconds)
+        for thread in self._threads:  # a claim or flush under way finishes first, whoever closes
+            thread.join(join_seconds)
         with self._changed:
             self._release([message.receipt_handle for message, _ in self._buffer])
             self._buffer.clear()

@@ -11,6 +11,8 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
+from ..errors import TransactionConflict
+from ..limits import ATTRIBUTE_CHANGE_ATTEMPTS
 from .dml import Merge
 from .schema import REGISTRY_SCHEMA
 from .storage import Storage
@@ -73,13 +75,35 @@ class Registry:
             lambda before, after: after is not None and after.location == record.location,
         )
 
-    def update_attributes(self, name: str, attributes: QueueAttributes) -> bool:
-        return self._merge_on_name(
-            name,
-            self._name_frame(name),
-            lambda merge: merge.update({"attributes": F.lit(attributes.to_json())}),
-            f"updating queue {name!r}",
-            lambda before, after: after is not None,
+    def change_attributes(
+        self, name: str, change: Callable[[QueueAttributes], QueueAttributes]
+    ) -> bool:
+        """Replaces the queue's attributes with `change(current)`, as one step: the write only
+        lands if the stored attributes are still those `change` saw (a compare-and-set on the
+        stored text), else they are read again and `change` runs again, so two concurrent
+        changes (two AddPermissions, say) never lose one another. False if the queue is gone."""
+        t = self._storage.target_prefix(self.table)
+        for _ in range(ATTRIBUTE_CHANGE_ATTEMPTS):
+            row = self._row(name)
+            if row is None:
+                return False
+            updated = change(QueueAttributes.from_json(row.attributes)).to_json()
+            as_read = F.col(f"{t}attributes") == F.lit(row.attributes)
+            if self._merge_on_name(
+                name,
+                self._name_frame(name),
+                lambda merge, as_read=as_read, updated=updated: merge.update(
+                    {"attributes": F.lit(updated)}, as_read
+                ),
+                f"updating queue {name!r}",
+                lambda before, after, updated=updated: (
+                    after is not None and after.attributes == updated
+                ),
+            ):
+                return True
+        raise TransactionConflict(
+            f"the attributes of queue {name!r} kept changing under this change; nothing was"
+            " changed. Retry later."
         )
 
     def remove(self, record: QueueRecord) -> bool:

@@ -20,6 +20,7 @@ def test_killed_consumers_and_redrive_jobs_lose_nothing_and_deliver_nothing_too_
         messages=120,
         kill_every=(6.0, 12.0),
         seed=14,
+        min_kills=3,
     )
 
     assert report.kills >= 3, report  # consumers and the job in turn, each once it was up

@@ -6,6 +6,7 @@ delay, the system attribute key)."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -155,6 +156,27 @@ def test_lookups_remember_found_queues_for_their_lifetime_only():
     lookups.remember("d", "queue d")
     lookups.forget()
     assert lookups.get("d") is None
+
+
+def test_a_lookup_under_way_when_its_queue_is_deleted_does_not_bring_it_back():
+    """A fetch that began before a DeleteQueue forgot the name must not store its (stale) find
+    after it: the cache would serve the deleted queue for its whole lifetime."""
+    fetching, deleted = threading.Event(), threading.Event()
+
+    def fetch(name: str) -> str | None:
+        fetching.set()
+        deleted.wait(5)  # the queue is deleted (and forgotten) while this fetch is out
+        return "queue a, as found before the delete"
+
+    lookups = Lookups(fetch, ttl=60.0)
+    looking = threading.Thread(target=lookups.get, args=("a",))
+    looking.start()
+    assert fetching.wait(5)
+    lookups.forget("a")
+    deleted.set()
+    looking.join(5)
+    lookups._fetch = lambda name: None  # the registry now says: no such queue
+    assert lookups.get("a") is None
 
 
 def test_redrive_interval_zero_runs_nothing():

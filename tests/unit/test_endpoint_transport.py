@@ -5,6 +5,7 @@ idle and stalled connections, too many connections, and TLS."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import subprocess
@@ -156,6 +157,44 @@ def test_idle_and_stalled_connections_are_closed():
             assert wait_closed(stalled, within=5) < 4
         assert broker.calls == []
         assert send(where, "POST", "/", fields, b"{}").status == 200  # and it still serves
+
+
+def test_a_body_trickled_in_is_cut_off_at_the_read_timeout_in_all():
+    """A byte now and then, each within the read timeout, used to hold the connection for as
+    long as the client liked (and a slot of the cap with it): the whole body has one deadline."""
+    broker = RecordingBroker("orders")
+    with serving(broker, NO_KEYS, read_timeout=1.0) as endpoint:
+        where = address(endpoint)
+        fields = [*sdk_fields(f"127.0.0.1:{where[1]}"), ("Content-Length", "100")]
+        with socket.create_connection(where) as trickle:
+            trickle.sendall(request_bytes("POST", "/", fields))
+            started = time.monotonic()
+            with contextlib.suppress(OSError):
+                while time.monotonic() - started < 6:
+                    trickle.sendall(b" ")  # a byte every 0.4 s: never idle for a whole second
+                    time.sleep(0.4)
+            assert wait_closed(trickle, within=5) + (time.monotonic() - started) < 4
+        assert broker.calls == []
+
+
+def test_with_keys_no_body_is_read_before_the_key_and_date_are_known():
+    """A client without a key announcing a large body is answered at once from the head alone
+    (before, the server waited to read the whole body before checking anything)."""
+    broker = RecordingBroker("orders")
+    with serving(broker, KEYS, read_timeout=30) as endpoint:
+        where = address(endpoint)
+        fields = [
+            *sdk_fields(f"127.0.0.1:{where[1]}"),
+            ("X-Amz-Date", "20260101T000000Z"),
+            ("Authorization", "AWS4-HMAC-SHA256 Credential=nobody/20260101/us-east-1/sqs/"
+             "aws4_request, SignedHeaders=host;x-amz-date, Signature=" + "0" * 64),
+            ("Content-Length", "4000000"),
+        ]  # fmt: skip
+        started = time.monotonic()
+        answer = send_raw(where, request_bytes("POST", "/", fields), timeout=10)
+        assert (answer.status, answer.code) == (403, "InvalidClientTokenId")
+        assert time.monotonic() - started < 5 and answer.closed
+        assert broker.calls == []
 
 
 def test_connections_beyond_the_cap_are_answered_503_and_closed():
