@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from sparkqueue import Broker
 from sparkqueue.limits import MAX_MESSAGE_BYTES
 from tests.integration.sqs_clients import endpoint, json_client
+from tests.unit.test_endpoint_sqs_rules import OUT_OF_RANGE
 
 pytestmark = pytest.mark.spark
 OTHER_REGION = "eu-west-1"
@@ -75,16 +76,7 @@ def test_message_size_is_sqs_current_limit(sqs, name):
     assert big["QueueUrl"].endswith(f"{name}-big")
 
 
-@pytest.mark.parametrize(
-    "attributes",
-    [
-        {"MaximumMessageSize": "1023"},
-        {"MaximumMessageSize": "1048577"},
-        {"MessageRetentionPeriod": "59"},
-        {"VisibilityTimeout": "43201"},
-        {"DelaySeconds": "901"},
-    ],
-)
+@pytest.mark.parametrize("attributes", OUT_OF_RANGE)
 def test_create_queue_out_of_range_is_invalid_attribute_value(sqs, name, attributes):
     with pytest.raises(ClientError) as error:
         sqs.create_queue(QueueName=name, Attributes=attributes)

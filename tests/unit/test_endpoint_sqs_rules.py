@@ -34,17 +34,18 @@ def test_message_size_range_and_defaults():
         QueueAttributes(max_message_bytes=MAX_MESSAGE_BYTES + 1)
 
 
-@pytest.mark.parametrize(
-    "attributes",
-    [
-        {"MaximumMessageSize": "1023"},
-        {"MaximumMessageSize": "1048577"},
-        {"MessageRetentionPeriod": "59"},
-        {"VisibilityTimeout": "43201"},
-        {"DelaySeconds": "901"},
-        {"ReceiveMessageWaitTimeSeconds": "21"},
-    ],
-)
+# One past each end SQS allows (the endpoint's tests send the same to a real server).
+OUT_OF_RANGE = [
+    {"MaximumMessageSize": "1023"},
+    {"MaximumMessageSize": "1048577"},
+    {"MessageRetentionPeriod": "59"},
+    {"VisibilityTimeout": "43201"},
+    {"DelaySeconds": "901"},
+    {"ReceiveMessageWaitTimeSeconds": "21"},
+]
+
+
+@pytest.mark.parametrize("attributes", OUT_OF_RANGE)
 def test_out_of_range_numbers_are_invalid_attribute_values(attributes):
     assert fault(settings.to_keywords, attributes, Naming(), fifo=False) == "InvalidAttributeValue"
 
