@@ -78,14 +78,19 @@ def test_lower_case_header_names_are_the_same_headers(served):
     assert b"orders" in answer.body and broker.calls == [("list_queues", "")]
 
 
-def test_a_body_changed_under_a_signed_payload_hash_is_refused(served):
-    broker, endpoint = served
-    signed = capture(
+def delete_of_scratch(endpoint, before_sign):
+    """A captured, signed DeleteQueue of the queue "scratch", `before_sign` changing its headers."""
+    return capture(
         endpoint.url,
         "delete_queue",
-        before_sign=payload_hash,
+        before_sign=before_sign,
         QueueUrl=queue_url(endpoint, "scratch"),
     )
+
+
+def test_a_body_changed_under_a_signed_payload_hash_is_refused(served):
+    broker, endpoint = served
+    signed = delete_of_scratch(endpoint, payload_hash)
     assert "x-amz-content-sha256" in signed.value("Authorization")
     forged = signed.body.replace(b"scratch", b"orders")
     answer = send(address(endpoint), "POST", signed.path, signed.fields, forged)
@@ -98,12 +103,7 @@ def test_a_body_changed_under_a_signed_payload_hash_is_refused(served):
 
 def test_an_unsigned_payload_is_refused(served):
     broker, endpoint = served
-    signed = capture(
-        endpoint.url,
-        "delete_queue",
-        before_sign=unsigned_payload,
-        QueueUrl=queue_url(endpoint, "scratch"),
-    )
+    signed = delete_of_scratch(endpoint, unsigned_payload)
     for body in (signed.body, signed.body.replace(b"scratch", b"orders")):
         answer = send(address(endpoint), "POST", signed.path, signed.fields, body)
         assert (answer.status, answer.code) == (403, "SignatureDoesNotMatch")
