@@ -7,8 +7,7 @@ It owns the storage, registry and clock, hands them to the engine and services a
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING
 
 from .attributes import QueueAttributes
 from .clock import Clock, wall_clock
@@ -29,10 +28,16 @@ from .services.redrive import Redrive
 from .services.settings import RedriveSettings
 from .services.sink import write_once
 from .store.registry import Registry
-from .store.schema import METRICS_SCHEMA
-from .store.storage import Storage
-from .store.tables import PathLayout, open_catalog
+from .store.statements import Tables
+from .store.tables import PathLayout
 from .store.transactions import RetryPolicy
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from .store.storage import Storage
+
+ENGINES = ("auto", "spark", "native")
 
 
 class Broker:
@@ -42,14 +47,20 @@ class Broker:
     `root` keeps the queues as Delta tables under a storage path; `catalog` ("main.queues", or a
     schema of the current catalog) keeps them as tables of that existing catalog schema, Unity
     Catalog on Databricks. Exactly one of the two is given.
+
+    `engine` says who reads and commits the per-message operations: "native" (delta-rs, no JVM,
+    a root on the local disk), "spark", or "auto": native where it can write the root, Spark
+    elsewhere (catalog mode, Spark Connect). `spark` may be None for a broker that never touches
+    Spark; DataFrame methods, FIFO queues and the redrive job then say that they need a session.
     """
 
     def __init__(
         self,
-        spark: SparkSession,
+        spark: SparkSession | None,
         root: str | None = None,
         *,
         catalog: str | None = None,
+        engine: str = "auto",
         clock: Clock | None = None,
         retry: RetryPolicy | None = None,
         attribute_cache_seconds: float = ATTRIBUTE_CACHE_SECONDS,
@@ -59,36 +70,54 @@ class Broker:
                 "give a Broker exactly one of root (a storage path) or catalog (a catalog schema"
                 f" such as 'main.queues'); got root={root!r}, catalog={catalog!r}"
             )
+        if engine not in ENGINES:
+            raise InvalidParameterValue(f"engine must be one of {list(ENGINES)}; got {engine!r}")
         self.spark = spark
-        layout = PathLayout(root) if root is not None else open_catalog(spark, str(catalog))
-        storage = Storage(spark, layout, retry or RetryPolicy())
-        # The registry's reads and MERGEs are single-row work: the interpreting session's.
-        registry = Registry(storage.interpreted, attribute_cache_seconds)
-        self.context = QueueContext(storage, registry, clock or wall_clock)
+        policy = retry or RetryPolicy()
+        storage = _spark_storage(spark, root, catalog, policy, engine)
+        layout = storage.layout if storage is not None else PathLayout(str(root))
+        spark_tables = None if storage is None else _spark_tables(storage)
+        tables = _native_tables(layout, policy, engine, storage) or spark_tables
+        assert tables is not None
+        registry = Registry(tables, attribute_cache_seconds)
+        self.context = QueueContext(
+            tables, registry, clock or wall_clock, bulk=storage, spark_tables=spark_tables
+        )
 
     def __repr__(self) -> str:
-        return f"Broker({self.context.storage.layout.where})"
+        return f"Broker({self.context.tables.layout.where}, engine={self.engine!r})"
+
+    @property
+    def engine(self) -> str:
+        """Which engine serves the per-message operations: "native" or "spark"."""
+        return self.context.tables.engine
 
     @property
     def root(self) -> str | None:
         """The storage root's URI (None in catalog mode)."""
-        layout = self.context.storage.layout
+        layout = self.context.tables.layout
         return layout.uri if isinstance(layout, PathLayout) else None
 
     @property
     def catalog(self) -> str | None:
         """The catalog schema, `catalog.schema` (None for a broker on a root)."""
-        layout = self.context.storage.layout
+        layout = self.context.tables.layout
         return None if isinstance(layout, PathLayout) else str(layout)
 
     @property
     def storage(self) -> Storage:
+        """Spark's storage (UnsupportedOperation on a broker without a Spark session)."""
         return self.context.storage
 
     @property
     def conflict_retries(self) -> int:
         """How many times an operation of this broker re-ran after a Delta commit conflict."""
-        return self.context.storage.conflicts.value
+        counters = {id(t.conflicts): t.conflicts for t in self._all_tables()}
+        return sum(counter.value for counter in counters.values())
+
+    def _all_tables(self) -> list[Tables]:
+        ctx = self.context
+        return [ctx.tables] + ([ctx.spark_tables] if ctx.spark_tables is not None else [])
 
     def create_queue(
         self,
@@ -126,13 +155,13 @@ class Broker:
             tags={} if tags is None else tags,
             sqs_metadata={} if sqs_metadata is None else sqs_metadata,
         )
-        lifecycle.create_queue(self.context.quick, name, attributes)
+        lifecycle.create_queue(self.context, name, attributes)
         return Queue(self.context, name)
 
     def get_queue(self, name: str) -> Queue:
         """The queue named `name`; QueueDoesNotExist if there is none."""
         check_queue_name(name)
-        lifecycle.open_table(self.context.quick, self.context.record(name))
+        lifecycle.open_table(self.context, self.context.record(name))
         return Queue(self.context, name)
 
     def list_queues(self, prefix: str = "") -> list[str]:
@@ -143,7 +172,7 @@ class Broker:
     def delete_queue(self, name: str) -> None:
         """Removes the queue and its data; QueueDoesNotExist if there is none."""
         check_queue_name(name)
-        lifecycle.delete_queue(self.context.quick, name)
+        lifecycle.delete_queue(self.context, name)
 
     def redrive(
         self, queues: Sequence[str] | None = None, *, settings: RedriveSettings | None = None
@@ -153,6 +182,8 @@ class Broker:
 
     def redrive_metrics(self) -> DataFrame:
         """The redrive job's per-pass, per-queue metrics (depth, moves, timings) for dashboards."""
+        from .store.schema import METRICS_SCHEMA
+
         table = self.context.storage.layout.metrics
         self.context.storage.ensure_table(table, METRICS_SCHEMA)
         return self.context.storage.read(table)
@@ -162,3 +193,51 @@ class Broker:
         (None over Spark Connect). Keyed by message id, a redelivered message's results are never
         written twice."""
         return write_once(self.context.storage, results, sink, key=key)
+
+
+def _spark_storage(
+    spark: SparkSession | None,
+    root: str | None,
+    catalog: str | None,
+    policy: RetryPolicy,
+    engine: str,
+) -> Storage | None:
+    """Spark's storage for the broker's layout; None without a session (native only)."""
+    if spark is None:
+        if catalog is not None or engine == "spark":
+            raise InvalidParameterValue(
+                "catalog mode and engine='spark' need a Spark session: Broker(spark, ...)"
+            )
+        return None
+    from .store.storage import Storage
+    from .store.tables import open_catalog
+
+    layout = PathLayout(root) if root is not None else open_catalog(spark, str(catalog))
+    return Storage(spark, layout, policy)
+
+
+def _spark_tables(storage: Storage) -> Tables:
+    from .store.spark_tables import SparkTables
+
+    return SparkTables(storage)
+
+
+def _native_tables(
+    layout: object, policy: RetryPolicy, engine: str, storage: Storage | None
+) -> Tables | None:
+    """The native engine, where it is chosen (or "auto" and it can write the root)."""
+    if engine == "spark":
+        return None
+    from .store.native_tables import NativeTables, is_native_root
+
+    if not is_native_root(layout):
+        if engine == "native" or storage is None:
+            raise InvalidParameterValue(
+                "the native engine writes roots on the local disk; give a local folder, or a"
+                f" Spark session and engine='spark' or 'auto' for {layout}"
+            )
+        return None
+    if engine == "auto" and storage is not None and storage.connect:
+        return None  # a Spark Connect session: its server writes the tables
+    assert isinstance(layout, PathLayout)
+    return NativeTables(layout, policy)

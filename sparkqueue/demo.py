@@ -19,6 +19,10 @@ def run_demo(spark: SparkSession, root: str, say: Callable[[str], None] = print)
     broker.create_queue("orders-dlq")
     orders = broker.create_queue("orders", dead_letter_queue="orders-dlq", max_receive_count=3)
     say(f"queues under {broker.root}: {broker.list_queues()}")
+    say(
+        f"per-message operations run on the {broker.engine} engine; DataFrames and the redrive"
+        " pass on Spark"
+    )
 
     first = orders.send("order #1", attributes={"customer": "ada"})
     orders.send_batch(["order #2", "order #3", {"body": "order #4", "delay_seconds": 1}])

@@ -67,6 +67,13 @@ class HeartbeatFailed(QueueError):
     code = "HeartbeatFailed"
 
 
+class UnsupportedOperation(QueueError):
+    """The broker's engine cannot do this: a DataFrame method or a FIFO queue on a broker without
+    a Spark session (`Broker(None, root)`), say. The message says what would."""
+
+    code = "UnsupportedOperation"
+
+
 __all__ = [
     "EmptyBatchRequest",
     "HeartbeatFailed",
@@ -79,4 +86,5 @@ __all__ = [
     "QueueError",
     "ReceiptHandleIsInvalid",
     "TransactionConflict",
+    "UnsupportedOperation",
 ]

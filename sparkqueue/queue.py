@@ -10,7 +10,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from .attributes import QueueAttributes
-from .engine import acknowledge, claim_df, inspect, lifecycle, rounds, send
+from .engine import acknowledge, claim_df, inspect, inspect_df, lifecycle, rounds, send, send_df
 from .engine.context import QueueContext
 from .engine.moves import Mover
 from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist, QueueError
@@ -38,7 +38,7 @@ class Queue:
         self.name = name
 
     def __repr__(self) -> str:
-        return f"Queue({self.name!r}, {self._ctx.storage.layout.where})"
+        return f"Queue({self.name!r}, {self._ctx.tables.layout.where})"
 
     # -- attributes ---------------------------------------------------------------------------------
 
@@ -150,7 +150,7 @@ class Queue:
         delay_seconds: str | int | None = None,
     ) -> int:
         """Bulk send in one commit; returns the row count. Any invalid row: nothing is written."""
-        return send.send_df(
+        return send_df.send_df(
             self._ctx,
             self._ctx.record(self.name),
             df,
@@ -370,16 +370,26 @@ class Queue:
 
     def stats(self) -> QueueStats:
         """Visible, in flight, delayed, awaiting the dead-letter queue, and the oldest's age."""
-        return inspect.stats(self._ctx, self._ctx.record(self.name))
+        return inspect.stats(self._ctx.quick, self._ctx.record(self.name))
 
     def peek_df(self, max_messages: int = 100) -> DataFrame:
         """Visible messages, oldest first, read without claiming them (for inspecting a DLQ)."""
         check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
-        return inspect.peek_df(self._ctx, self._ctx.record(self.name), max_messages)
+        return inspect_df.peek_df(self._ctx, self._ctx.record(self.name), max_messages)
+
+    def peek(self, max_messages: int = 10) -> list[dict[str, Any]]:
+        """`peek_df` without Spark: up to `max_messages` visible messages, oldest first, each a
+        dict of the message's fields (no receipt handle) and `moved_from`."""
+        check_int("max_messages", max_messages, 1, MAX_RECEIVE)
+        ctx = self._ctx.quick
+        record = ctx.record(self.name)
+        if record.attributes.fifo:  # Spark's, without never-delivered duplicates
+            return [dict(row) for row in inspect_df.peek_rows(ctx, record, max_messages)]
+        return [dict(row) for row in inspect.peek(ctx, record, max_messages)]
 
     def purge(self) -> int:
         """Deletes every message, in flight or not; returns how many were deleted."""
-        return inspect.purge(self._ctx, self._ctx.record(self.name))
+        return inspect.purge(self._ctx.quick, self._ctx.record(self.name))
 
 
 def _visibility(visibility_timeout: int | None) -> int | None:

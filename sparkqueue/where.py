@@ -4,12 +4,14 @@ storage root or a catalog schema, from the first source that names one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Any
 
 from .broker import Broker
 from .errors import InvalidParameterValue
+from .store.tables import local_dir_of
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,11 @@ class Where:
         names = ", ".join(source.name for source in sources)
         raise InvalidParameterValue(f"no queue root or catalog schema: give one in {names}")
 
-    def broker(self, spark: SparkSession, **options: Any) -> Broker:
+    def native(self) -> bool:
+        """Whether the native engine can serve it alone (a root on the local disk)."""
+        return self.root is not None and local_dir_of(self.root) is not None
+
+    def broker(self, spark: SparkSession | None, **options: Any) -> Broker:
         if self.catalog:
             return Broker(spark, catalog=self.catalog, **options)
         return Broker(spark, self.root, **options)

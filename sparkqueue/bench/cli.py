@@ -12,7 +12,7 @@ from typing import Any
 
 from ..session import spark_session
 from .report import chart, table
-from .scenarios import DEFAULT_SCENARIOS, SCENARIOS, SMOKE, Sizes, run
+from .scenarios import DEFAULT_SCENARIOS, ENGINES, SCENARIOS, SMOKE, Sizes, run
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -29,6 +29,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         choices=SCENARIOS,
         help="run only this scenario (repeatable; default: all but chaos)",
     )
+    parser.add_argument(
+        "--engine",
+        action="append",
+        choices=ENGINES,
+        help="run the per-message scenarios on this engine (repeatable; default: both)",
+    )
     for field in fields(Sizes):
         parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default))
     args = parser.parse_args(argv)
@@ -38,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     conf = {"spark.master": args.master} if args.master else {}
     spark = spark_session(**conf)
     root = args.root or tempfile.mkdtemp(prefix="sparkqueue-bench-")
-    results = run(spark, root, sizes, args.only or DEFAULT_SCENARIOS)
+    results = run(spark, root, sizes, args.only or DEFAULT_SCENARIOS, args.engine or ENGINES)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=2), encoding="utf-8")

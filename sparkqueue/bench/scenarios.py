@@ -256,36 +256,31 @@ def _loops(queue: Any, batch: int, workers: int, seconds: float) -> list[Any]:
 WORKERS = 4  # the worker scenario's "many workers in one driver"
 SCENARIOS = ("bulk", "latency", "load", "buffered", "redrive", "worker", "endpoint", "chaos")
 DEFAULT_SCENARIOS = SCENARIOS[:-1]  # chaos runs when named: it kills processes for minutes
+ENGINES = ("native", "spark")
+# What each engine runs: the per-message scenarios. DataFrame work (bulk, redrive) is Spark's.
+PER_ENGINE = ("latency", "load", "buffered", "worker", "endpoint")
 
 
 def run(
-    spark: SparkSession, root: str, sizes: Sizes, scenarios: Sequence[str] = DEFAULT_SCENARIOS
+    spark: SparkSession,
+    root: str,
+    sizes: Sizes,
+    scenarios: Sequence[str] = DEFAULT_SCENARIOS,
+    engines: Sequence[str] = ENGINES,
 ) -> dict[str, Any]:
-    broker = Broker(spark, root)
+    """The scenarios; the per-message ones once per engine, each on a root of its own, one
+    after the other in this one run (so their figures compare: an A/B on one machine)."""
     results: dict[str, Any] = {"sizes": asdict(sizes)}
     if "bulk" in scenarios:
-        results["bulk"] = bulk(broker, sizes)
-    if "latency" in scenarios:
-        results["latency"] = latency(broker, sizes)
-    if "load" in scenarios:
-        results["load_alone"] = load(broker, sizes, producer=False, name="load-alone")
-        results["load_with_producer"] = load(broker, sizes, producer=True, name="load-producer")
-        results["load_ratio"] = results["load_with_producer"]["per_s"] / max(
-            results["load_alone"]["per_s"], 1e-9
-        )
-    if "buffered" in scenarios:
-        results["buffered_latency"] = buffered_latency(broker, sizes)
-        results["buffered_load"] = load(
-            broker, sizes, producer=False, name="load-buffered", prefetch=sizes.prefetch
-        )
+        results["bulk"] = bulk(Broker(spark, root), sizes)
+    per_engine = [name for name in scenarios if name in PER_ENGINE]
+    if per_engine:
+        results["engines"] = {
+            engine: per_message(Broker(spark, f"{root}/{engine}", engine=engine), sizes, per_engine)
+            for engine in engines
+        }
     if "redrive" in scenarios:
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
-    if "worker" in scenarios:
-        results["worker"] = worker(broker, sizes)
-    if "endpoint" in scenarios:
-        from .endpoint import endpoint_load  # needs boto3, from the dev extra
-
-        results["endpoint"] = endpoint_load(broker, sizes.endpoint_seconds)
     if "chaos" in scenarios:
         from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main
 
@@ -304,4 +299,29 @@ def run(
         "master": spark.conf.get("spark.master", "?"),
         "spark": spark.version,
     }
+    return results
+
+
+def per_message(broker: Broker, sizes: Sizes, scenarios: Sequence[str]) -> dict[str, Any]:
+    """The per-message scenarios on one broker (one engine)."""
+    results: dict[str, Any] = {}
+    if "latency" in scenarios:
+        results["latency"] = latency(broker, sizes)
+    if "load" in scenarios:
+        results["load_alone"] = load(broker, sizes, producer=False, name="load-alone")
+        results["load_with_producer"] = load(broker, sizes, producer=True, name="load-producer")
+        results["load_ratio"] = results["load_with_producer"]["per_s"] / max(
+            results["load_alone"]["per_s"], 1e-9
+        )
+    if "buffered" in scenarios:
+        results["buffered_latency"] = buffered_latency(broker, sizes)
+        results["buffered_load"] = load(
+            broker, sizes, producer=False, name="load-buffered", prefetch=sizes.prefetch
+        )
+    if "worker" in scenarios:
+        results["worker"] = worker(broker, sizes)
+    if "endpoint" in scenarios:
+        from .endpoint import endpoint_load  # needs boto3, from the dev extra
+
+        results["endpoint"] = endpoint_load(broker, sizes.endpoint_seconds)
     return results

@@ -66,12 +66,26 @@ def resolve_where(root: str | None, catalog: str | None) -> Where:
     )
 
 
-def open_broker(root: str | None, catalog: str | None) -> Any:
-    """The broker on the resolved root or catalog, over a quiet local (or the active) session."""
+def open_broker(root: str | None, catalog: str | None, *, spark: bool = False) -> Any:
+    """The broker on the resolved root or catalog. A root on the local disk is served by the
+    native engine with no JVM, unless the command needs Spark (`spark`: the redrive pass, moves,
+    metrics); a catalog, or a remote root, by a quiet local (or the active) Spark session."""
+    where = resolve_where(root, catalog)
+    if not spark and where.native():
+        return where.broker(None)
     from ..session import spark_session
 
-    where = resolve_where(root, catalog)
     return where.broker(spark_session())  # the JVM's warnings go to its log file, not here
+
+
+def open_queue(root: str | None, catalog: str | None, name: str) -> Any:
+    """One queue of the resolved root or catalog: natively where that serves it, through Spark
+    for a FIFO queue (its sequence numbers are Delta row ids, which only Spark writes)."""
+    broker = open_broker(root, catalog)
+    queue = broker.get_queue(name)
+    if broker.spark is None and queue.attributes["fifo"]:
+        queue = open_broker(root, catalog, spark=True).get_queue(name)
+    return queue
 
 
 def command(function: F) -> F:

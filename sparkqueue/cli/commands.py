@@ -14,15 +14,15 @@ from rich.live import Live
 
 from ..errors import InvalidParameterValue
 from . import render
-from .app import CatalogOption, JsonOption, RootOption, command, open_broker
+from .app import CatalogOption, JsonOption, RootOption, command, open_broker, open_queue
 
 NameArgument = Annotated[str, typer.Argument(help="The queue's name.", show_default=False)]
 LINE_FIELDS = {"body", "attributes", "delay_seconds", "group_id", "deduplication_id"}
 
 
-def overview(broker: Any, name: str) -> dict[str, Any]:
+def overview(queue: Any) -> dict[str, Any]:
     """One queue's row in `queues`: its main attributes and live counts."""
-    queue = broker.get_queue(name)
+    name = queue.name
     attributes = queue.attributes
     stats = queue.stats()
     return {
@@ -46,7 +46,10 @@ def queues(
 ) -> None:
     """Every queue with its attributes and live counts."""
     broker = open_broker(root, catalog)
-    rows = [overview(broker, name) for name in broker.list_queues(prefix)]
+    names = broker.list_queues(prefix)
+    if broker.spark is None and any(broker.get_queue(n).attributes["fifo"] for n in names):
+        broker = open_broker(root, catalog, spark=True)  # FIFO counts are Spark's
+    rows = [overview(broker.get_queue(name)) for name in names]
     render.show(rows, as_json=as_json, title="queues")
 
 
@@ -103,7 +106,7 @@ def attributes(
 ) -> None:
     """Shows a queue's attributes, or changes some with --set."""
     changes = dict(parse_assignment(text) for text in set_ or [])
-    queue = open_broker(root, catalog).get_queue(name)
+    queue = open_queue(root, catalog, name)
     if changes:
         queue.set_attributes(**changes)
     render.show(queue.attributes, as_json=as_json, title=name)
@@ -146,7 +149,7 @@ def send(
     entries = [entry(line, number, json_lines, group_id) for number, line in enumerate(lines, 1)]
     if not entries:
         raise InvalidParameterValue("nothing to send: give a body, --file, or lines on stdin")
-    queue = open_broker(root, catalog).get_queue(name)
+    queue = open_queue(root, catalog, name)
     with render.working(f"sending {len(entries):,} message(s) to {name}", as_json=as_json):
         ids = queue.send_batch(entries)
     render.show({"sent": len(ids), "message_ids": ids}, as_json=as_json)
@@ -179,13 +182,13 @@ def peek(
     as_json: JsonOption = False,
 ) -> None:
     """Visible messages, oldest first, without receiving them."""
-    render.show(peeked(open_broker(root, catalog).get_queue(name), n), as_json=as_json, title=name)
+    render.show(peeked(open_queue(root, catalog, name), n), as_json=as_json, title=name)
 
 
 def peeked(queue: Any, n: int) -> list[dict[str, Any]]:
     """Up to `n` visible messages as rows, oldest first, read without claiming them."""
     columns = ["message_id", "body", "attributes", "receive_count", "sent_at", "group_id"]
-    return [row.asDict(recursive=True) for row in queue.peek_df(n).select(*columns).collect()]
+    return [{c: row[c] for c in columns} for row in queue.peek(n)]
 
 
 @command
@@ -200,7 +203,7 @@ def receive(
     as_json: JsonOption = False,
 ) -> None:
     """Receives messages (hidden for their visibility timeout unless --delete)."""
-    queue = open_broker(root, catalog).get_queue(name)
+    queue = open_queue(root, catalog, name)
     messages = queue.receive(n, visibility_timeout=visibility_timeout, wait_time_seconds=wait)
     if delete_ and messages:
         queue.delete_batch([message.receipt_handle for message in messages])
@@ -215,7 +218,7 @@ def purge(
     as_json: JsonOption = False,
 ) -> None:
     """Deletes every message of a queue, in flight or not."""
-    queue = open_broker(root, catalog).get_queue(name)
+    queue = open_queue(root, catalog, name)
     with render.working(f"purging {name}", as_json=as_json):
         purged = queue.purge()
     render.show({"purged": purged}, as_json=as_json)
@@ -232,7 +235,7 @@ def stats(
     as_json: JsonOption = False,
 ) -> None:
     """A queue's counts, as SQS's Approximate* metrics; --watch refreshes them until Ctrl-C."""
-    queue = open_broker(root, catalog).get_queue(name)
+    queue = open_queue(root, catalog, name)
     if watch is None or as_json:
         render.show(queue.stats(), as_json=as_json, title=name)
         return

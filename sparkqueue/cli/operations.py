@@ -40,7 +40,7 @@ def redrive(
     from ..services.redrive import run_schedule
     from ..services.settings import RedriveSettings
 
-    broker = open_broker(root, catalog)
+    broker = open_broker(root, catalog, spark=True)
     settings = RedriveSettings.load(SETTINGS_FILE) if SETTINGS_FILE.exists() else RedriveSettings()
     if every is None:
         with render.working("running a redrive pass", as_json=as_json):
@@ -67,7 +67,7 @@ def dead_letters(
     as_json: JsonOption = False,
 ) -> None:
     """The messages in a dead-letter queue, or --move-back to where they came from."""
-    queue = open_broker(root, catalog).get_queue(name)
+    queue = open_broker(root, catalog, spark=move_back).get_queue(name)
     if move_back:
         with render.working(f"moving the messages of {name} back", as_json=as_json):
             moved = queue.start_message_move()
@@ -90,7 +90,7 @@ def metrics(
     """The redrive job's metrics, one row per queue per pass, as a table or a depth chart."""
     from pyspark.sql import functions as F
 
-    frame = open_broker(root, catalog).redrive_metrics()
+    frame = open_broker(root, catalog, spark=True).redrive_metrics()
     if queue is not None:
         frame = frame.where(F.col("queue") == F.lit(queue))
     passes = frame.orderBy(F.col("pass_at").desc()).limit(last).collect()

@@ -43,10 +43,16 @@ def plain(value: Any) -> Any:
 
 
 def show(result: Any, *, as_json: bool, title: str | None = None) -> None:
-    """Prints `result`: a list of rows as a table, a dict as a two-column table, text as is."""
+    """Prints `result`: a list of rows as a table, a dict as a two-column table, text as is.
+
+    Tables are for people at a terminal. Piped or redirected, output is for scripts and greps:
+    one JSON object per line (a row, or the dict), every value whole, never wrapped or cut."""
     result = plain(result)
     if as_json:
         sys.stdout.write(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    elif not out.is_terminal and isinstance(result, list | dict):
+        records = result if isinstance(result, list) else [result]
+        sys.stdout.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
     elif isinstance(result, list):
         out.print(rows_table(result, title) if result else f"[dim]{title or 'nothing'}: none[/]")
     elif isinstance(result, dict):

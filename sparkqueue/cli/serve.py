@@ -49,7 +49,7 @@ def serve(
 
     keys = AccessKeys.configured(keys_file)
     tls_context(tls_cert, tls_key)  # a bad pair fails now, not after Spark has started
-    broker = open_broker(root, catalog)
+    broker = open_broker(root, catalog)  # a local root: the native engine, no JVM
     endpoint = SqsEndpoint(
         broker,
         host=host,
@@ -61,6 +61,7 @@ def serve(
         tls_cert=tls_cert,
         tls_key=tls_key,
         max_connections=max_connections,
+        open_spark=lambda: open_broker(root, catalog, spark=True),
     )
     done = threading.Event()
 

@@ -198,7 +198,11 @@ def start_message_move_task(request: Request) -> dict[str, Any]:
         )
     if destination is not None:
         _existing(request, destination)
-    return {"TaskHandle": request.service.tasks.start(queue, destination, rate).handle}
+    service = request.service
+    task = service.tasks.start(
+        queue, destination, rate, lambda: service.spark_broker().get_queue(source)
+    )
+    return {"TaskHandle": task.handle}
 
 
 @action

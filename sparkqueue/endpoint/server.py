@@ -101,6 +101,7 @@ class SqsEndpoint:
         tls_key: str | None = None,
         read_timeout: float = ENDPOINT_READ_TIMEOUT_SECONDS,
         max_connections: int = ENDPOINT_MAX_CONNECTIONS,
+        open_spark: Callable[[], Broker] | None = None,
     ) -> None:
         self.keys = AccessKeys.configured() if access_keys is None else access_keys
         if not self.keys and host not in LOCAL_HOSTS:
@@ -108,8 +109,8 @@ class SqsEndpoint:
                 f"without access keys the endpoint serves localhost only, not {host!r}; set"
                 " SPARKQUEUE_ACCESS_KEYS=key:secret[,key:secret...] to serve other hosts"
             )
-        self.service = Service(broker, Naming(account, region))
-        self.redrive = RedrivePasses(broker, redrive_every)  # endpoint/upkeep.py
+        self.service = Service(broker, Naming(account, region), open_spark=open_spark)
+        self.redrive = RedrivePasses(self.service.spark_broker, redrive_every)  # upkeep.py
         self.tls = tls_context(tls_cert, tls_key)
         self.read_timeout = read_timeout
         self._http = Listener(

@@ -5,12 +5,19 @@ sparkqueue's errors become SQS errors without saying where the server keeps its 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..broker import Broker
-from ..errors import InvalidParameterValue, QueueDoesNotExist, QueueError, ReceiptHandleIsInvalid
+from ..errors import (
+    InvalidParameterValue,
+    QueueDoesNotExist,
+    QueueError,
+    ReceiptHandleIsInvalid,
+    UnsupportedOperation,
+)
 from ..limits import QUEUE_LOOKUP_CACHE_SECONDS
 from ..queue import Queue
 from ..rules import handles
@@ -25,14 +32,35 @@ STORAGE = "<storage>"  # what error texts say instead of the server's root or ta
 
 @dataclass
 class Service:
+    """What the actions share: the broker, naming, long polls and move tasks.
+
+    A broker without Spark (the native engine alone) serves every standard queue; what needs
+    Spark (FIFO queues, message moves, the redrive pass) goes to `spark_broker()`, a broker on the
+    same root with a Spark session that `open_spark` starts on first need, off the request path
+    of every standard-queue call."""
+
     broker: Broker
     naming: Naming = field(default_factory=Naming)
     polls: LongPolls = field(default_factory=LongPolls)
     tasks: MoveTasks = field(default_factory=MoveTasks)
+    open_spark: Callable[[], Broker] | None = None
     queues: Lookups[Queue] = field(init=False)
+    _spark: Broker | None = field(init=False, default=None)
+    _spark_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.queues = Lookups(self._get_queue, QUEUE_LOOKUP_CACHE_SECONDS)
+        if self.broker.spark is not None:
+            self._spark = self.broker
+
+    def spark_broker(self) -> Broker:
+        """The broker with Spark, started the first time something needs it."""
+        with self._spark_lock:
+            if self._spark is None:
+                if self.open_spark is None:
+                    raise UnsupportedOperation("this needs Spark, and the endpoint has no session")
+                self._spark = self.open_spark()
+            return self._spark
 
     def find(self, name: str) -> Queue | None:
         """The queue `name`, or None when there is none (or no queue could have that name)."""
@@ -40,7 +68,10 @@ class Service:
 
     def _get_queue(self, name: str) -> Queue | None:
         try:
-            return self.broker.get_queue(name)
+            queue = self.broker.get_queue(name)
+            if self.broker.spark is None and queue.attributes["fifo"]:
+                return self.spark_broker().get_queue(name)  # FIFO queues are Spark's
+            return queue
         except (QueueDoesNotExist, InvalidParameterValue):
             return None
 
@@ -64,7 +95,7 @@ class Service:
 
     def private(self, fault: SqsFault) -> SqsFault:
         """The fault with the server's root and table locations taken out of its text."""
-        layout = self.broker.context.storage.layout
+        layout = self.broker.context.tables.layout
         message = fault.message
         for secret in sorted({str(layout), layout.local_dir or ""} - {""}, key=len, reverse=True):
             message = message.replace(secret, STORAGE)

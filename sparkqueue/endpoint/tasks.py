@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..queue import Queue
@@ -39,7 +40,15 @@ class MoveTasks:
         self._lock = threading.Lock()
         self._tasks: list[MoveTask] = []
 
-    def start(self, source: Queue, destination: str | None, rate: int | None) -> MoveTask:
+    def start(
+        self,
+        source: Queue,
+        destination: str | None,
+        rate: int | None,
+        moving: Callable[[], Queue] | None = None,
+    ) -> MoveTask:
+        """Starts moving `source`'s messages on a thread of the task's own; `moving` gives the
+        queue that moves them there (with Spark, see Service.spark_broker), else `source`."""
         with self._lock:
             if any(t.source == source.name and t.status == "RUNNING" for t in self._tasks):
                 raise SqsFault(
@@ -54,7 +63,8 @@ class MoveTasks:
                 started_ms=int(time.time() * 1000),
             )
             self._tasks.append(task)
-        threading.Thread(target=self._run, args=(task, source), daemon=True).start()
+        mover = moving or (lambda: source)
+        threading.Thread(target=self._run, args=(task, mover), daemon=True).start()
         return task
 
     def listed(self, source: str, max_results: int | None) -> list[MoveTask]:
@@ -73,9 +83,10 @@ class MoveTasks:
         task.stop.set()
         return task
 
-    def _run(self, task: MoveTask, source: Queue) -> None:
+    def _run(self, task: MoveTask, moving: Callable[[], Queue]) -> None:
         chunk = task.rate or CHUNK
         try:
+            source = moving()
             while not task.stop.is_set():
                 started = time.monotonic()
                 moved = source.start_message_move(task.destination, max_messages=chunk)

@@ -5,6 +5,8 @@ dead-letter queue (and expired claims wait for it to be released, old messages t
 SQS clients expect that to happen on its own, with no separate job to run, so `sparkqueue serve`
 runs `Broker.redrive` over its queues every `every_seconds` (0: never, for deployments that run
 the redrive job elsewhere) on a daemon thread; a failed pass is logged and the next one retries.
+The pass runs on Spark: an endpoint serving through the native engine alone opens its Spark
+broker (and so its JVM) at the first pass, on this thread, never on a request's.
 A pass also does the table upkeep it finds due, as the redrive job would. Passes share the
 queues with clients and Spark jobs through optimistic transactions, as the job does.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from ..broker import Broker
 
@@ -21,9 +24,10 @@ log = logging.getLogger(__name__)
 
 
 class RedrivePasses:
-    """`Broker.redrive` every `every_seconds` between `start()` and `stop()`."""
+    """`Broker.redrive` every `every_seconds` between `start()` and `stop()`, on the broker
+    `broker()` gives (opened at the first pass)."""
 
-    def __init__(self, broker: Broker, every_seconds: float) -> None:
+    def __init__(self, broker: Callable[[], Broker], every_seconds: float) -> None:
         if isinstance(every_seconds, bool) or not every_seconds >= 0:
             raise ValueError(f"the redrive interval must be 0 or more seconds, got {every_seconds}")
         self._broker = broker
@@ -48,7 +52,7 @@ class RedrivePasses:
         while not self._stop.wait(self.every_seconds):
             started = time.monotonic()
             try:
-                report = self._broker.redrive()
+                report = self._broker().redrive()
             except Exception:
                 log.exception("endpoint redrive pass failed; the next one retries")
                 continue

@@ -12,12 +12,14 @@ from pyspark.sql import functions as F
 from ..errors import InvalidParameterValue, ReceiptHandleIsInvalid
 from ..model import BatchResult
 from ..rules import handles
+from ..rules.expr import col
 from ..rules.handles import HandleRef
-from ..store.dml import in_list
 from ..store.registry import QueueRecord
-from . import fifo, ranges
-from .claim import keyed_merge
+from ..store.spark_exprs import to_column
+from . import ranges
+from .conditions import retire, tombstone_values
 from .context import QueueContext
+from .merges import keyed_merge
 from .ranges import RangeClaim
 
 
@@ -28,16 +30,14 @@ def delete_refs(ctx: QueueContext, record: QueueRecord, refs: list[HandleRef]) -
     shards = [ref.shard for ref in refs]
     ids = [ref.message_id for ref in refs]
     rows = (
-        in_list("shard", shards)
-        & in_list("message_id", ids)
-        & in_list("receipt_handle", [ref.handle for ref in refs])
+        col("shard").isin(shards)
+        & col("message_id").isin(ids)
+        & col("receipt_handle").isin([ref.handle for ref in refs])
     )
-    storage = ctx.storage
-    counts = storage.transact(
+    tables = ctx.tables_for(record)
+    counts = tables.transact(
         record.location,
-        lambda: storage.change(
-            record.location, rows, ("shard", "message_id"), fifo.retire(record.attributes)
-        ),
+        lambda: tables.change(record.location, rows, retire(record.attributes)),
         f"deleting from {record.name!r}",
     )
     if counts.all_of(len(set(ids))):
@@ -131,7 +131,8 @@ def _delete_matching(
         )
         # FIFO: the deduplication id outlives the message, as a tombstone.
         fifo_queue = record.attributes.fifo
-        merge = merge.update(fifo.tombstone_values(t)) if fifo_queue else merge.delete()
+        tombstone = {name: to_column(v, t) for name, v in tombstone_values().items()}
+        merge = merge.update(tombstone) if fifo_queue else merge.delete()
         return merge.execute().all_of(expected)
 
     return ctx.storage.transact(record.location, attempt, f"deleting from {record.name!r}")
@@ -139,10 +140,7 @@ def _delete_matching(
 
 def present(ctx: QueueContext, record: QueueRecord, shards: list[int], ids: list[str]) -> set[str]:
     """Which of these messages are still in the queue (not deleted, not moved)."""
-    rows = (
-        ctx.read(record)
-        .where(in_list("shard", shards) & F.col("message_id").isin(ids))
-        .select("message_id")
-        .collect()
+    rows = ctx.tables_for(record).select(
+        record.location, ["message_id"], col("shard").isin(shards) & col("message_id").isin(ids)
     )
     return {row.message_id for row in rows}

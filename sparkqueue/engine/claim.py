@@ -3,7 +3,8 @@
 A claim is one UPDATE of the candidates still as they were read, pruned to literal shards; its
 count says whether every claim won, else the handles the table then holds say which did. On a FIFO
 queue the UPDATE fails whole if any claimed row changed, so that no group is ever half-claimed
-(see fifo.py).
+(see fifo.py). Every statement is built from the rules' expressions and run by the queue's engine
+(`QueueContext.tables_for`); only a FIFO queue's candidates are read by Spark (see fifo.py).
 """
 
 from __future__ import annotations
@@ -11,25 +12,21 @@ from __future__ import annotations
 import random
 import time
 from datetime import datetime
-from typing import Any
-
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
-from ..clock import from_micros
 from ..limits import DEEP_SHARD_ROWS, DEPTH_CHECK_SECONDS
 from ..model import Message
 from ..rules import handles
-from ..store.dml import Merge, in_list
+from ..rules.expr import Call, Expr, as_string, coalesce, col, concat_ws, lit
 from ..store.registry import QueueRecord
-from . import fifo
-from .conditions import claimable
+from ..store.statements import Row
+from .conditions import claimable, in_flight
 from .context import QueueContext
 from .inflight import gauge
 
-_COLLECTED_NAMES = ("shard", "message_id", "body", "attributes", "group_id", "deduplication_id",
-                    "sequence_number", "receive_count", "attribute_types")  # fmt: skip
+COLLECTED = ("shard", "message_id", "body", "attributes", "group_id", "deduplication_id",
+             "sequence_number", "receive_count", "attribute_types", "sent_at",
+             "first_received_at")  # fmt: skip
 
 
 def claim(
@@ -71,18 +68,16 @@ def claim(
             messages.sort(key=lambda m: m.message_id)
         return messages
 
-    return ctx.storage.transact(record.location, attempt, f"receiving from {record.name!r}")
+    tables = ctx.tables_for(record)
+    return tables.transact(record.location, attempt, f"receiving from {record.name!r}")
 
 
 def count_in_flight(ctx: QueueContext, record: QueueRecord, now: datetime) -> int:
-    return (
-        ctx.storage.read(record.location)
-        .where(F.col("receipt_handle").isNotNull() & (F.col("visible_at") > F.lit(now)))
-        .count()
-    )
+    tables = ctx.tables_for(record)
+    return int(tables.aggregate(record.location, {"n": in_flight(now)}, {})["n"])
 
 
-def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: int) -> list[Any]:
+def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: int) -> list[Row]:
     """Visible messages to try, oldest first, preferring one random shard so receivers rarely
     collide (callers of one broker share rounds and never do).
 
@@ -94,23 +89,25 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     """
     attrs = record.attributes
     if attrs.fifo:  # group prefixes, groups in an order of this receive's own
-        salt = handles.new_token()
-        deliverable = fifo.deliverable(ctx.read(record), now, attrs, salt)
-        return deliverable.select(*_collected_columns()).limit(wanted).collect()
-    visible = ctx.read(record).where(claimable(now, attrs)).select(*_collected_columns())
+        from . import fifo
+
+        return fifo.prefixes(ctx.read(record), now, attrs, wanted, COLLECTED)
+    tables, location = ctx.tables_for(record), record.location
+    visible = claimable(now, attrs)
     first = random.randrange(attrs.shards)
-    in_first = visible.where(F.col("shard") == first)
-    if is_deep(record.location):  # the first rows of one shard: its files in write order
-        found = in_first.limit(wanted).collect()
+    in_first = visible & (col("shard") == first)
+    if is_deep(location):  # the first rows of one shard: its files in write order
+        found = tables.select(location, COLLECTED, in_first, limit=wanted)
         if len(found) < wanted:
-            mark_deep(record.location, False)
-            others = visible.where(F.col("shard") != first).limit(wanted - len(found)).collect()
-            found += others
+            mark_deep(location, False)
+            others = visible & (col("shard") != first)
+            found += tables.select(location, COLLECTED, others, limit=wanted - len(found))
     else:  # the oldest of the queue; a full answer asks whether one shard would have done
-        found = visible.orderBy("message_id").limit(wanted).collect()
-        if len(found) == wanted and depth_due(record.location):
+        found = tables.select(location, COLLECTED, visible, order_by=["message_id"], limit=wanted)
+        if len(found) == wanted and depth_due(location):
             deep = wanted + DEEP_SHARD_ROWS
-            mark_deep(record.location, in_first.limit(deep).count() == deep)
+            in_shard = tables.select(location, ["message_id"], in_first, limit=deep)
+            mark_deep(location, len(in_shard) == deep)
     return sorted(found, key=lambda row: row.message_id)  # ids sort by send time: oldest first
 
 
@@ -142,100 +139,65 @@ def _claim_rows(
     ctx: QueueContext,
     record: QueueRecord,
     token: str,
-    found: list[Any],
+    found: list[Row],
     now: datetime,
-    values: dict[str, Column],
+    values: dict[str, Expr],
 ) -> list[str]:
     """One UPDATE of the candidates on literal shards and ids (a one-row UPDATE is about half a
     one-row MERGE here). A standard queue skips candidates claimed meanwhile; a FIFO queue fails
     the whole UPDATE if any changed, so that no group is ever half-claimed (see fifo.py). When it
     updated every candidate they are all ours; otherwise the handles the table then holds say
     which claims won."""
-    shards = [row.shard for row in found]
+    tables = ctx.tables_for(record)
     ids = [row.message_id for row in found]
+    by_id = col("shard").isin([row.shard for row in found]) & col("message_id").isin(ids)
     unchanged = still_claimable(found, now, record.attributes)
-    rows = in_list("shard", shards) & in_list("message_id", ids)
-    handle = handles.issue_column(record.secret, token, F.col("shard"), F.col("message_id"))
+    handle = handles.issue_expr(record.secret, token, col("shard"), col("message_id"))
     if record.attributes.fifo:
-        new_handle = fifo.unless_stale(unchanged, handle)
+        rows, new_handle = by_id, unless_stale(unchanged, handle)
     else:
-        rows, new_handle = rows & unchanged, handle
-    counts = ctx.storage.change(
-        record.location, rows, ("shard", "message_id"), {**values, "receipt_handle": new_handle}
-    )
+        rows, new_handle = by_id & unchanged, handle
+    counts = tables.change(record.location, rows, {**values, "receipt_handle": new_handle})
     if counts.all_of(len(ids)):
         return ids
-    mine = ctx.read(record).where(
-        in_list("shard", shards) & in_list("message_id", ids) & (F.col("receipt_handle") == handle)
-    )
-    return [row.message_id for row in mine.select("message_id").collect()]
+    mine = tables.select(record.location, ["message_id"], by_id & (col("receipt_handle") == handle))
+    return [row.message_id for row in mine]
 
 
-def still_claimable(found: list[Any], now: datetime, attrs: QueueAttributes) -> Column:
+def still_claimable(found: list[Row], now: datetime, attrs: QueueAttributes) -> Expr:
     """Candidates still as they were read (no receive since) and still claimable now."""
-    as_read = F.concat_ws(":", "message_id", F.col("receive_count").cast("string")).isin(
+    as_read = concat_ws(":", col("message_id"), as_string(col("receive_count"))).isin(
         [f"{row.message_id}:{row.receive_count}" for row in found]
     )
     return as_read & claimable(now, attrs)
 
 
-def keyed_merge(
-    ctx: QueueContext,
-    record: QueueRecord,
-    source: DataFrame,
-    shards: list[int],
-    extra: Column | None = None,
-) -> Merge:
-    """A MERGE keyed by message id and pruned to literal shards, so it conflicts only there."""
-    t = ctx.storage.target_prefix(record.location)
-    condition = in_list(f"{t}shard", shards) & (F.col(f"{t}message_id") == F.col("s.message_id"))
-    if extra is not None:
-        condition = condition & extra
-    return ctx.storage.merge(record.location, source, condition)
+def unless_stale(still_valid: Expr, value: Expr) -> Expr:
+    """`value` while the row is as the claim read it; otherwise the whole statement fails
+    uncommitted (a FIFO claim: see fifo.py; Spark renders it)."""
+    return Call("unless_stale", (still_valid, value))
 
 
-def claim_update(
-    merge: Merge, now: datetime, attrs: QueueAttributes, values: dict[str, Column]
-) -> Merge:
-    """Standard queues skip rows claimed meanwhile; FIFO fails the whole MERGE, so that no group
-    is ever half-claimed (see fifo.py)."""
-    t = merge.table.prefix
-    unchanged = claimable(now, attrs, t) & (F.col(f"{t}receive_count") == F.col("s.expected_count"))
-    if not attrs.fifo:
-        return merge.update(values, unchanged)
-    guarded = {**values, "receipt_handle": fifo.unless_stale(unchanged, values["receipt_handle"])}
-    return merge.update(guarded)
-
-
-def claim_values(now: datetime, visible_at: datetime) -> dict[str, Column]:
+def claim_values(now: datetime, visible_at: datetime) -> dict[str, Expr]:
     """What a claim writes besides the new handle (columns unqualified: UPDATE and FIFO MERGE
     both resolve them against the target)."""
     return {
-        "visible_at": F.lit(visible_at),
-        "receive_count": F.col("receive_count") + 1,
-        "first_received_at": F.coalesce(F.col("first_received_at"), F.lit(now)),
-        "handle_issued_at": F.lit(now),
+        "visible_at": lit(visible_at),
+        "receive_count": col("receive_count") + 1,
+        "first_received_at": coalesce(col("first_received_at"), lit(now)),
+        "handle_issued_at": lit(now),
     }
 
 
-def _collected_columns() -> list[str | Column]:
-    """What the driver fetches of a candidate: timestamps as exact epoch microseconds."""
-    return [
-        *_COLLECTED_NAMES,
-        F.unix_micros("sent_at").alias("sent_at_us"),
-        F.unix_micros("first_received_at").alias("first_received_at_us"),
-    ]
-
-
-def message_of(row: Any, receipt_handle: str, now: datetime) -> Message:
+def message_of(row: Row, receipt_handle: str, now: datetime) -> Message:
     return Message(
         message_id=row.message_id,
         body=row.body,
         attributes=dict(row.attributes or {}),
         receipt_handle=receipt_handle,
         receive_count=row.receive_count + 1,
-        sent_at=from_micros(row.sent_at_us),  # type: ignore[arg-type]
-        first_received_at=from_micros(row.first_received_at_us) or now,
+        sent_at=row.sent_at,
+        first_received_at=row.first_received_at or now,
         group_id=row.group_id,
         deduplication_id=row.deduplication_id,
         sequence_number=row.sequence_number,

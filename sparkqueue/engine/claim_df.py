@@ -18,14 +18,17 @@ from pyspark.sql import functions as F
 from ..errors import TransactionConflict
 from ..model import MESSAGE_FIELDS
 from ..rules import handles
+from ..rules.expr import col
 from ..store.dml import in_list
 from ..store.registry import QueueRecord
 from ..store.schema import CLAIMS_PARTITIONING, CLAIMS_SCHEMA, QUEUE_TABLE_PROPERTIES
+from ..store.spark_exprs import to_column
 from . import fifo, ranges
-from .claim import claim_update, claim_values, count_in_flight, is_deep, keyed_merge, mark_deep
+from .claim import claim_values, count_in_flight, is_deep, mark_deep
 from .conditions import claimable
 from .context import QueueContext
 from .inflight import gauge
+from .merges import claim_update, keyed_merge
 from .ranges import RangeClaim
 
 _APPLIED = (
@@ -102,7 +105,8 @@ class _Claim:
         self.ctx, self.record, self.claims_table, self.now = ctx, record, claims_table, now
         self.granted = granted  # what the in-flight limit allows this claim
         self.token = handles.new_token()
-        self.values = claim_values(now, now + timedelta(seconds=seconds))
+        values = claim_values(now, now + timedelta(seconds=seconds))
+        self.values = {name: to_column(value) for name, value in values.items()}
         self.by_range: RangeClaim | None = None  # a standard queue's claim, once committed
         self._settled: int | None = None  # the claimed count, when the commit's counts prove it
         self._shards: list[int] = []  # a FIFO claim's shards
@@ -151,8 +155,8 @@ class _Claim:
         }
 
     def _handle(self) -> Column:
-        return handles.issue_column(
-            self.record.secret, self.token, F.col("shard"), F.col("message_id")
+        return to_column(
+            handles.issue_expr(self.record.secret, self.token, col("shard"), col("message_id"))
         )
 
     def _stage(self, rows: DataFrame, observe: list[Column]) -> dict[str, object]:
@@ -173,7 +177,7 @@ class _Claim:
         the shards in order of nearness to it; then one UPDATE by range."""
         record, attrs, storage = self.record, self.record.attributes, self.ctx.storage
         before = storage.version(record.location)
-        visible = self.ctx.read(record).where(claimable(self.now, attrs))
+        visible = self.ctx.read(record).where(to_column(claimable(self.now, attrs)))
         first = random.randrange(attrs.shards)
         bounds: dict[int, tuple[str, int]] = {}
         if is_deep(record.location):
@@ -198,7 +202,7 @@ class _Claim:
             return
         counts = storage.change(
             record.location,
-            claim.rows() & claimable(self.now, attrs),
+            claim.rows() & to_column(claimable(self.now, attrs)),
             ("shard", "message_id"),
             {**self.values, "receipt_handle": self._handle()},
         )

@@ -1,16 +1,13 @@
-"""The row states of a queue table as Spark conditions, shared by receivers and the redrive job.
-
-Each takes a column prefix ("" or Storage.target_prefix) so one rule serves reads and MERGEs.
-"""
+"""The row states of a queue table, written once as expressions (rules/expr.py) that both engines
+render: receivers, acknowledgements, the redrive job and inspection all ask these."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
-
 from ..attributes import QueueAttributes
+from ..limits import TOMBSTONE_LIFETIME
+from ..rules.expr import Expr, coalesce, col, lit, micros, null, timestamp_of_micros
 
 MOVE_MARKER_PREFIX = "moving:"
 # Tombstones live in this partition: emptied rows of deleted FIFO messages (their deduplication ids
@@ -18,57 +15,78 @@ MOVE_MARKER_PREFIX = "moving:"
 TOMBSTONE_SHARD = -1
 
 
-def is_message(prefix: str = "") -> Column:
+def is_message() -> Expr:
     """A message rather than a FIFO deduplication tombstone."""
-    return F.col(f"{prefix}shard") != TOMBSTONE_SHARD
+    return col("shard") != TOMBSTONE_SHARD
 
 
-def _within_retention(now: datetime, attrs: QueueAttributes, prefix: str) -> Column:
-    return F.col(f"{prefix}sent_at") > F.lit(now - timedelta(seconds=attrs.retention_seconds))
+def _within_retention(now: datetime, attrs: QueueAttributes) -> Expr:
+    return col("sent_at") > lit(now - timedelta(seconds=attrs.retention_seconds))
 
 
-def alive(now: datetime, attrs: QueueAttributes, prefix: str = "") -> Column:
+def alive(now: datetime, attrs: QueueAttributes) -> Expr:
     """A message within the retention period, counted from the original send."""
-    return is_message(prefix) & _within_retention(now, attrs, prefix)
+    return is_message() & _within_retention(now, attrs)
 
 
-def past_retention(now: datetime, attrs: QueueAttributes) -> Column:
+def past_retention(now: datetime, attrs: QueueAttributes) -> Expr:
     """Messages the redrive job removes: retention over and no move in progress."""
-    return is_message() & ~_within_retention(now, attrs, "") & ~being_moved()
+    return is_message() & ~_within_retention(now, attrs) & ~being_moved()
 
 
-def spent_tombstone(now: datetime) -> Column:
+def spent_tombstone(now: datetime) -> Expr:
     """A tombstone whose deduplication window (and grace, see fifo.py) has passed."""
-    return (F.col("shard") == TOMBSTONE_SHARD) & due(now)
+    return (col("shard") == TOMBSTONE_SHARD) & due(now)
 
 
-def due(now: datetime, prefix: str = "") -> Column:
+def due(now: datetime) -> Expr:
     """Visible now: never hidden, delay over, or visibility timeout expired."""
-    return F.col(f"{prefix}visible_at") <= F.lit(now)
+    return col("visible_at") <= lit(now)
 
 
-def being_moved(prefix: str = "") -> Column:
+def being_moved() -> Expr:
     """Marked by a move that has not finished (see moves.py); never null."""
-    return F.coalesce(F.col(f"{prefix}receipt_handle").startswith(MOVE_MARKER_PREFIX), F.lit(False))
+    return coalesce(col("receipt_handle").starts_with(MOVE_MARKER_PREFIX), lit(False))
 
 
-def awaiting_dead_letter(attrs: QueueAttributes, prefix: str = "") -> Column:
+def awaiting_dead_letter(attrs: QueueAttributes) -> Expr:
     """Messages that used up their receives: only the redrive job may move them on."""
     if attrs.max_receive_count is None:
-        return F.lit(False)
-    return F.col(f"{prefix}receive_count") >= attrs.max_receive_count
+        return lit(False)
+    return col("receive_count") >= attrs.max_receive_count
 
 
-def claimable(now: datetime, attrs: QueueAttributes, prefix: str = "") -> Column:
+def claimable(now: datetime, attrs: QueueAttributes) -> Expr:
     """Visible now, within retention, not waiting for the dead-letter queue, not being moved."""
-    return (
-        due(now, prefix)
-        & alive(now, attrs, prefix)
-        & ~awaiting_dead_letter(attrs, prefix)
-        & ~being_moved(prefix)
-    )
+    return due(now) & alive(now, attrs) & ~awaiting_dead_letter(attrs) & ~being_moved()
 
 
-def expired_in_flight(now: datetime, prefix: str = "") -> Column:
+def in_flight(now: datetime) -> Expr:
+    """Received and still hidden: what SQS's in-flight limit counts."""
+    return col("receipt_handle").is_not_null() & (col("visible_at") > lit(now))
+
+
+def expired_in_flight(now: datetime) -> Expr:
     """Received, and its visibility timeout has run out: its handle is void once released."""
-    return F.col(f"{prefix}receipt_handle").isNotNull() & due(now, prefix) & ~being_moved(prefix)
+    return col("receipt_handle").is_not_null() & due(now) & ~being_moved()
+
+
+def tombstone_values() -> dict[str, Expr]:
+    """An emptied row in the tombstone shard that keeps its id, deduplication id and send time."""
+    return {
+        "shard": lit(TOMBSTONE_SHARD),
+        "body": lit(""),
+        "attributes": null("map"),
+        "attribute_types": null("map"),
+        "receipt_handle": null("string"),
+        "visible_at": timestamp_of_micros(
+            micros(col("sent_at")) + int(TOMBSTONE_LIFETIME.total_seconds() * 1_000_000)
+        ),
+        "handle_issued_at": null("timestamp"),
+    }
+
+
+def retire(attrs: QueueAttributes) -> dict[str, Expr] | None:
+    """How a queue's table lets go of rows (Storage.change_where values): FIFO keeps tombstones,
+    standard deletes."""
+    return tombstone_values() if attrs.fifo else None

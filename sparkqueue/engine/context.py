@@ -1,38 +1,75 @@
-"""What the engine needs from a broker, and nothing more: storage, registry and clock."""
+"""What the engine needs from a broker, and nothing more: its tables, registry and clock."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
-
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING
 
 from ..clock import Clock, read_clock
-from ..errors import QueueDoesNotExist
+from ..errors import QueueDoesNotExist, UnsupportedOperation
 from ..store.registry import QueueRecord, Registry
-from ..store.storage import Storage
-from . import fifo
+from ..store.statements import Tables
 from .group import CommitGroups
 from .handout import Handouts
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from ..store.storage import Storage
 
 
 @dataclass(frozen=True)
 class QueueContext:
-    """Passed to every engine and service function instead of the Broker that owns it."""
+    """Passed to every engine and service function instead of the Broker that owns it.
 
-    storage: Storage
+    `tables` serves the per-message operations through the broker's engine (native or Spark);
+    `spark_tables` is Spark's when the broker has a session (FIFO queues take it, see
+    `tables_for`), and `bulk` is the Spark storage that DataFrame-scale work runs on."""
+
+    tables: Tables
     registry: Registry
     clock: Clock
-    # Shared by `quick` and every other copy: one group committer per queue for the whole broker.
+    bulk: Storage | None = None
+    spark_tables: Tables | None = None
+    # Shared by every copy: one group committer per queue for the whole broker.
     commits: CommitGroups = field(default_factory=CommitGroups, compare=False, repr=False)
     # Likewise: how long claim statements take, so a visibility timeout runs from the handout.
     handouts: Handouts = field(default_factory=Handouts, compare=False, repr=False)
 
     @property
+    def storage(self) -> Storage:
+        """Spark's storage, for what only Spark does (DataFrames, FIFO reads, the redrive job)."""
+        if self.bulk is None:
+            raise UnsupportedOperation(
+                "this needs Spark, and the broker has no Spark session: create it with"
+                " Broker(spark, root) (the native engine still serves every per-message"
+                " operation of standard queues)"
+            )
+        return self.bulk
+
+    @property
     def quick(self) -> QueueContext:
-        """The same context on the interpreting session, for single-message operations."""
-        return dataclasses.replace(self, storage=self.storage.interpreted)
+        """The same context with Spark's interpreting session as `storage`, for single-message
+        work that only Spark does (FIFO claims)."""
+        if self.bulk is None:
+            return self
+        return dataclasses.replace(self, bulk=self.bulk.interpreted)
+
+    def tables_for(self, record: QueueRecord) -> Tables:
+        """The engine that serves a queue's per-message operations: the broker's, except that
+        FIFO queues are Spark's (their sequence numbers are Delta row ids, which delta-rs
+        cannot write)."""
+        if not record.attributes.fifo or self.tables.engine == "spark":
+            return self.tables
+        if self.spark_tables is None:
+            raise UnsupportedOperation(
+                f"FIFO queue {record.name!r} needs Spark: its table uses Delta row tracking,"
+                " which the native engine cannot write; create the broker with a Spark session"
+                " (Broker(spark, root))"
+            )
+        return self.spark_tables
 
     def now(self) -> datetime:
         """The operation's one instant, read on the driver (a FakeClock in tests)."""
@@ -41,10 +78,12 @@ class QueueContext:
     def record(self, name: str, *, fresh: bool = False) -> QueueRecord:
         record = self.registry.get(name, fresh=fresh)
         if record is None:
-            raise QueueDoesNotExist(f"queue {name!r} does not exist in {self.storage.layout}")
+            raise QueueDoesNotExist(f"queue {name!r} does not exist in {self.tables.layout}")
         return record
 
     def read(self, record: QueueRecord) -> DataFrame:
-        """The queue's table; FIFO tables with each row's sequence number."""
+        """The queue's table in Spark; FIFO tables with each row's sequence number."""
+        from . import fifo
+
         table = self.storage.read(record.location)
         return fifo.sequenced(table) if record.attributes.fifo else table

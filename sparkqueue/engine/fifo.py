@@ -25,19 +25,23 @@ How the rules map onto Delta:
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
-from ..limits import DEDUPLICATION_WINDOW, TOMBSTONE_LIFETIME
+from ..limits import DEDUPLICATION_WINDOW
 from ..model import SentMessage
+from ..rules.expr import Expr
 from ..store.dml import in_list
-from ..store.schema import ATTRIBUTES_TYPE
+from ..store.spark_exprs import to_column
+from ..store.spark_tables import aggregate_frame, collect_rows
+from ..store.statements import Row
 from ..store.storage import Storage
-from ..store.transactions import STALE_READ_MARKER
-from .conditions import TOMBSTONE_SHARD, alive, claimable, due, is_message
+from .conditions import alive, claimable, due, is_message
 
 ENTRY_ORDER = "_entry"  # a send's own row order, used once to lay its rows out in the file
 
@@ -108,10 +112,11 @@ def deliverable(table: DataFrame, now: datetime, attrs: QueueAttributes, salt: s
     Groups come in an order shuffled by `salt`, so concurrent receivers start on different groups.
     """
     group = Window.partitionBy("group_id")
-    held = F.col("receipt_handle").isNotNull() & ~due(now)
-    messages = with_duplicates_flagged(table).where(alive(now, attrs) & ~F.col("duplicate"))
+    held = F.col("receipt_handle").isNotNull() & ~to_column(due(now))
+    living = to_column(alive(now, attrs))
+    messages = with_duplicates_flagged(table).where(living & ~F.col("duplicate"))
     return (
-        messages.withColumns({"_ok": claimable(now, attrs), "_held": held.cast("int")})
+        messages.withColumns({"_ok": to_column(claimable(now, attrs)), "_held": held.cast("int")})
         .withColumns(
             {
                 "_blocked": F.max("_held").over(group) > 0,
@@ -128,10 +133,20 @@ def deliverable(table: DataFrame, now: datetime, attrs: QueueAttributes, salt: s
     )
 
 
-def unless_stale(still_valid: Column, value: Column) -> Column:
-    """`value` while the row is as the claim read it; otherwise the whole statement fails
-    uncommitted."""
-    return F.when(still_valid, value).otherwise(F.raise_error(F.lit(STALE_READ_MARKER)))
+def aggregate(table: DataFrame, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
+    """`Tables.aggregate` over a FIFO table's messages as receivers see them: never-delivered
+    duplicates left out."""
+    messages = with_duplicates_flagged(table).where(~F.col("duplicate"))
+    return aggregate_frame(messages, counts, least)
+
+
+def prefixes(
+    table: DataFrame, now: datetime, attrs: QueueAttributes, wanted: int, columns: Sequence[str]
+) -> list[Row]:
+    """Up to `wanted` deliverable rows (group prefixes, see `deliverable`) as the engine's rows:
+    timestamps read as exact microseconds, returned as aware UTC datetimes."""
+    salt = secrets.token_hex(16)
+    return collect_rows(deliverable(table, now, attrs, salt).limit(wanted), columns)
 
 
 def originals(table: DataFrame, sent: dict[str, str]) -> dict[str, SentMessage]:
@@ -154,33 +169,13 @@ def originals(table: DataFrame, sent: dict[str, str]) -> dict[str, SentMessage]:
     return {sent_id: SentMessage(id_, sequence.get(id_)) for sent_id, id_ in accepted.items()}
 
 
-def tombstone_values(prefix: str = "") -> dict[str, Column]:
-    """An emptied row in the tombstone shard that keeps its id, deduplication id and send time."""
-    sent_us = F.unix_micros(f"{prefix}sent_at")
-    return {
-        "shard": F.lit(TOMBSTONE_SHARD),
-        "body": F.lit(""),
-        "attributes": F.lit(None).cast(ATTRIBUTES_TYPE),
-        "attribute_types": F.lit(None).cast(ATTRIBUTES_TYPE),
-        "receipt_handle": F.lit(None).cast("string"),
-        "visible_at": F.timestamp_micros(sent_us + _micros(TOMBSTONE_LIFETIME)),
-        "handle_issued_at": F.lit(None).cast("timestamp"),
-    }
-
-
-def retire(attrs: QueueAttributes) -> dict[str, Column] | None:
-    """How a queue's table lets go of rows (Storage.change_where values): FIFO keeps tombstones,
-    standard deletes."""
-    return tombstone_values() if attrs.fifo else None
-
-
 def drop_duplicates(storage: Storage, location: str) -> int:
     """Deletes duplicates (never delivered, never received) from a FIFO table; returns how many."""
 
     def attempt() -> int:
         found = (
             with_duplicates_flagged(sequenced(storage.read(location)))
-            .where(F.col("duplicate") & is_message() & F.col("receipt_handle").isNull())
+            .where(F.col("duplicate") & to_column(is_message()) & F.col("receipt_handle").isNull())
             .select("shard", "message_id")
             .collect()
         )

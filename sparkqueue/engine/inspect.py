@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from typing import Any
 
 from ..clock import to_micros
 from ..model import MESSAGE_FIELDS, QueueStats
+from ..rules.expr import col, micros, null, when
 from ..store.registry import QueueRecord
-from . import fifo
-from .conditions import alive, awaiting_dead_letter, claimable, due, is_message
+from ..store.statements import Row
+from .conditions import alive, awaiting_dead_letter, claimable, due, is_message, retire
 from .context import QueueContext
 
 PEEK_FIELDS = (*(name for name in MESSAGE_FIELDS if name != "receipt_handle"), "moved_from")
-
-
-def _messages(ctx: QueueContext, record: QueueRecord) -> DataFrame:
-    """The queue's messages as receivers see them (FIFO: without never-delivered duplicates)."""
-    table = ctx.read(record)
-    if record.attributes.fifo:
-        table = fifo.with_duplicates_flagged(table).where(~F.col("duplicate"))
-    return table
 
 
 def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
@@ -30,19 +22,20 @@ def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
     living = alive(now, attrs)
     visible = due(now)
     waiting = awaiting_dead_letter(attrs)
-    count = lambda condition: F.count(F.when(living & condition, 1))  # noqa: E731
-    row = (
-        _messages(ctx, record)
-        .agg(
-            count(visible & ~waiting).alias("visible"),
-            count(~visible & F.col("receipt_handle").isNotNull()).alias("in_flight"),
-            count(~visible & F.col("receipt_handle").isNull()).alias("delayed"),
-            count(visible & waiting).alias("awaiting"),
-            F.min(F.when(living, F.unix_micros("sent_at"))).alias("oldest_us"),
-        )
-        .first()
-    )
-    assert row is not None
+    held = col("receipt_handle").is_not_null()
+    counts = {
+        "visible": living & visible & ~waiting,
+        "in_flight": living & ~visible & held,
+        "delayed": living & ~visible & ~held,
+        "awaiting": living & visible & waiting,
+    }
+    oldest: Any = {"oldest_us": when([(living, micros(col("sent_at")))], null("long"))}
+    if attrs.fifo:  # without never-delivered duplicates: Spark's window over the sequence
+        from .fifo import aggregate  # FIFO queues are Spark's (see QueueContext.tables_for)
+
+        row = aggregate(ctx.read(record), counts, oldest)
+    else:
+        row = ctx.tables_for(record).aggregate(record.location, counts, oldest)
     oldest = row["oldest_us"]
     age = max(0.0, (to_micros(now) - oldest) / 1e6) if oldest is not None else 0.0
     return QueueStats(
@@ -54,14 +47,14 @@ def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
     )
 
 
-def peek_df(ctx: QueueContext, record: QueueRecord, max_messages: int) -> DataFrame:
-    """Visible messages, oldest first, read without claiming them."""
-    return (
-        _messages(ctx, record)
-        .where(claimable(ctx.now(), record.attributes))
-        .orderBy("sent_at", "message_id")
-        .limit(max_messages)
-        .select(*PEEK_FIELDS)
+def peek(ctx: QueueContext, record: QueueRecord, max_messages: int) -> list[Row]:
+    """Visible messages, oldest first, read without claiming them (a standard queue's)."""
+    return ctx.tables_for(record).select(
+        record.location,
+        PEEK_FIELDS,
+        claimable(ctx.now(), record.attributes),
+        order_by=["sent_at", "message_id"],
+        limit=max_messages,
     )
 
 
@@ -69,9 +62,9 @@ def purge(ctx: QueueContext, record: QueueRecord) -> int:
     """Deletes every message, in flight or not; returns how many. A FIFO queue's messages leave
     tombstones, as every FIFO delete does, so their deduplication ids count for the rest of
     their window."""
-    return ctx.storage.change_where(
+    return ctx.tables_for(record).change_where(
         record.location,
         is_message(),
         f"purging {record.name!r}",
-        values=fifo.retire(record.attributes),
+        values=retire(record.attributes),
     )

@@ -17,8 +17,8 @@ from ..rules.handles import new_token
 from ..store.registry import QueueRecord
 from ..store.schema import (
     FIFO_TABLE_PROPERTIES,
+    MESSAGE_COLUMNS,
     MESSAGE_PARTITIONING,
-    MESSAGE_SCHEMA,
     QUEUE_TABLE_PROPERTIES,
 )
 from .context import QueueContext
@@ -32,8 +32,9 @@ def create_queue(ctx: QueueContext, name: str, attributes: QueueAttributes) -> N
     check_dead_letter_queue(ctx, name, attributes)
     stamp = ctx.now().timestamp()
     attributes = dataclasses.replace(attributes, created_at=stamp, modified_at=stamp)
-    location = ctx.storage.layout.new_queue(name)
+    location = ctx.tables.layout.new_queue(name)
     record = QueueRecord(name, attributes, new_token(), location)
+    ctx.tables_for(record)  # an engine that cannot write it says so before anything is written
     if ctx.registry.insert_if_absent(record):
         ensure_table(ctx, record)
         return
@@ -52,15 +53,15 @@ def ensure_table(ctx: QueueContext, record: QueueRecord) -> None:
     """The queue's table, created if a crash left the queue registered without it (once per
     process and table; afterwards free)."""
     properties = FIFO_TABLE_PROPERTIES if record.attributes.fifo else QUEUE_TABLE_PROPERTIES
-    ctx.storage.ensure_table(
-        record.location, MESSAGE_SCHEMA, partition_by=MESSAGE_PARTITIONING, properties=properties
+    ctx.tables_for(record).ensure_table(
+        record.location, MESSAGE_COLUMNS, partition_by=MESSAGE_PARTITIONING, properties=properties
     )
 
 
 def open_table(ctx: QueueContext, record: QueueRecord) -> None:
     """A lookup's check of the queue's table: upgraded if an older version wrote it, never
     created (a lookup racing `delete_queue` must not bring back the table it dropped)."""
-    if not ctx.storage.upgrade_table(record.location, MESSAGE_SCHEMA):
+    if not ctx.tables.upgrade_table(record.location, MESSAGE_COLUMNS):
         raise QueueDoesNotExist(
             f"queue {record.name!r} is registered but has no table: its creation was interrupted"
             " (create_queue with the same attributes finishes it) or it is being deleted"
@@ -70,8 +71,8 @@ def open_table(ctx: QueueContext, record: QueueRecord) -> None:
 def delete_queue(ctx: QueueContext, name: str) -> None:
     """Drops the queue's tables (messages and receive_df claims), then unregisters it."""
     record = ctx.record(name, fresh=True)
-    ctx.storage.drop_table(record.location)
-    ctx.storage.drop_table(ctx.storage.layout.claims(record.location))
+    ctx.tables.drop_table(record.location)
+    ctx.tables.drop_table(ctx.tables.layout.claims(record.location))
     if not ctx.registry.remove(record):
         raise QueueDoesNotExist(f"queue {name!r} does not exist")
 

@@ -26,17 +26,18 @@ from pyspark.sql import functions as F
 
 from ..limits import MOVE_HOLD
 from ..rules import handles
+from ..rules.expr import Expr, col, lit, null
 from ..store.dml import in_list
 from ..store.registry import QueueRecord
 from ..store.schema import MESSAGE_SCHEMA, QUEUE_WRITE_OPTIONS
-from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due
+from ..store.spark_exprs import to_column
+from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due, retire
 from .context import QueueContext
-from .fifo import ENTRY_ORDER, home_shard, in_entry_order, retire, sequenced
+from .fifo import ENTRY_ORDER, home_shard, in_entry_order, sequenced
 
 COPY_TXN_VERSION = 1  # each marker is its own txnAppId, written once
 
 StepHook = Callable[[str, str], None]
-RowCondition = Callable[[str], Column]  # builds a condition on columns with the given prefix
 
 
 def no_hook(step: str, queue: str) -> None:
@@ -54,7 +55,7 @@ class Mover:
     def move(
         self,
         source: QueueRecord,
-        condition: RowCondition,
+        condition: Expr,
         destination: Column,
         now: datetime,
         limit: int | None = None,
@@ -73,7 +74,7 @@ class Mover:
         attrs = source.attributes
         return self.move(
             source,
-            lambda p: due(now, p) & alive(now, attrs, p) & ~being_moved(p),
+            due(now) & alive(now, attrs) & ~being_moved(),
             F.col("moved_from") if destination is None else F.lit(destination),
             now,
             limit,
@@ -83,7 +84,7 @@ class Mover:
         """Completes moves that an earlier, interrupted run left marked in `source`."""
         rows = (
             self._storage.read(source.location)
-            .where(being_moved())
+            .where(to_column(being_moved()))
             .select("receipt_handle")
             .distinct()
             .collect()
@@ -95,7 +96,7 @@ class Mover:
     def _mark(
         self,
         source: QueueRecord,
-        condition: RowCondition,
+        condition: Expr,
         destination: Column,
         now: datetime,
         token: str,
@@ -109,7 +110,7 @@ class Mover:
             version = None if limit is None else storage.version(source.location)
             chosen = (
                 storage.read(source.location, version=version)
-                .where(condition("") & destination.isNotNull())
+                .where(to_column(condition) & destination.isNotNull())
                 .select("shard", "message_id", "receipt_handle", "receive_count", marker.alias("m"))
                 .orderBy("message_id")
             )
@@ -131,7 +132,7 @@ class Mover:
                     "visible_at": F.lit(now + MOVE_HOLD),
                     "handle_issued_at": F.lit(now),
                 },
-                condition(t),
+                to_column(condition, t),
             ).execute()
             return sorted({row.m for row in groups})
 
@@ -189,7 +190,7 @@ class Mover:
     def _drop(self, source: QueueRecord, marker: str) -> int:
         return self._storage.change_where(
             source.location,
-            F.col("receipt_handle") == F.lit(marker),
+            col("receipt_handle") == marker,
             f"finishing moves from {source.name!r}",
             values=retire(source.attributes),
         )
@@ -198,11 +199,11 @@ class Mover:
         """The destination is gone: the rows stay in the source, visible again."""
         self._storage.change_where(
             source.location,
-            F.col("receipt_handle") == F.lit(marker),
+            col("receipt_handle") == marker,
             f"cancelling moves from {source.name!r}",
             values={
-                "receipt_handle": F.lit(None).cast("string"),
-                "visible_at": F.lit(now),
-                "handle_issued_at": F.lit(None).cast("timestamp"),
+                "receipt_handle": null("string"),
+                "visible_at": lit(now),
+                "handle_issued_at": null("timestamp"),
             },
         )

@@ -26,7 +26,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..rules import handles
+from ..rules.expr import col
 from ..store.dml import in_list
+from ..store.spark_exprs import to_column
 from ..store.storage import Storage
 
 
@@ -53,7 +55,7 @@ class RangeClaim:
 
     def handle(self, secret: str) -> Column:
         """The handle this claim issued to each row."""
-        return handles.issue_column(secret, self.token, F.col("shard"), F.col("message_id"))
+        return to_column(handles.issue_expr(secret, self.token, col("shard"), col("message_id")))
 
     def held(self, secret: str) -> Column:
         """Rows in the range that still hold this claim's handle."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any
 
 from ..errors import OverLimit
 from ..rules import handles
 from ..store.registry import QueueRecord
+from ..store.statements import Row
 from .acknowledge import present
 from .asks import Answer, Ask
 from .claim import candidates, count_in_flight, message_of
@@ -80,7 +80,7 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 claimed_until=claimed_until,
                 token=token,
             )
-            committed = writes.commit()
+            committed = _commit(writes)
             if found:
                 ctx.handouts.took(record.location, began, ctx.now())
             if committed:
@@ -108,13 +108,25 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
             )
         return answers
 
-    return ctx.storage.transact(record.location, attempt, f"a shared round on {record.name!r}")
+    tables = ctx.tables_for(record)
+    return tables.transact(record.location, attempt, f"a shared round on {record.name!r}")
 
 
-def _shares(found: list[Any], wants: list[int], granted: int) -> list[list[Any]]:
+def _commit(writes: RoundChanges) -> bool:
+    """Runs the round's one statement; whether its counts say every row was done."""
+    if not writes.rows:
+        return True
+    if writes.merge_pays():
+        from .round_merge import by_merge  # Spark's form for its large rounds
+
+        return by_merge(writes).all_of(writes.rows)
+    return writes.by_update().all_of(writes.rows)
+
+
+def _shares(found: list[Row], wants: list[int], granted: int) -> list[list[Row]]:
     """The candidates dealt to the callers in the order they asked, each up to what it wants,
     all together up to what the in-flight limit granted."""
-    rows: Iterator[Any] = iter(found[:granted])
+    rows: Iterator[Row] = iter(found[:granted])
     shares = []
     for want in wants:
         shares.append(list(islice(rows, want)))

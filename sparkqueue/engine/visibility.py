@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
-
-from ..clock import to_micros
 from ..errors import (
     InvalidParameterValue,
     MessageNotInflight,
@@ -16,8 +12,8 @@ from ..errors import (
 )
 from ..limits import MAX_VISIBILITY_SECONDS
 from ..rules import handles
+from ..rules.expr import Expr, col, lit, micros, when
 from ..rules.handles import HandleRef
-from ..store.dml import in_list
 from ..store.registry import QueueRecord
 from .context import QueueContext
 
@@ -40,17 +36,17 @@ def parse_entries(
 
 def extension(
     entries: list[tuple[HandleRef, int]], now: datetime
-) -> tuple[Column, dict[str, Column], dict[str, datetime]]:
+) -> tuple[Expr, dict[str, Expr], dict[str, datetime]]:
     """What a visibility change updates and how: the rows still holding these handles, in flight,
     whose new time stays within 12 hours of the receive that issued the handle; their new
     visible_at; and each handle's target time (to tell afterwards what applied)."""
     targets = new_times(entries, now)
     visible_at = _per_handle(targets)
     rows = (
-        in_list("message_id", [ref.message_id for ref, _ in entries])
-        & in_list("receipt_handle", list(targets))
-        & (F.col("visible_at") > F.lit(now))
-        & within_ceiling(visible_at, F.col("handle_issued_at"))
+        col("message_id").isin([ref.message_id for ref, _ in entries])
+        & col("receipt_handle").isin(list(targets))
+        & (col("visible_at") > lit(now))
+        & within_ceiling(visible_at, col("handle_issued_at"))
     )
     return rows, {"visible_at": visible_at}, targets
 
@@ -60,9 +56,9 @@ def new_times(entries: list[tuple[HandleRef, int]], now: datetime) -> dict[str, 
     return {ref.handle: now + timedelta(seconds=seconds) for ref, seconds in entries}
 
 
-def within_ceiling(visible_at: Column, handle_issued_at: Column) -> Column:
+def within_ceiling(visible_at: Expr, handle_issued_at: Expr) -> Expr:
     """A new visible_at may be at most 12 hours after the receive that issued the handle."""
-    ceiling = F.unix_micros(visible_at) - F.unix_micros(handle_issued_at)
+    ceiling = micros(visible_at) - micros(handle_issued_at)
     return ceiling <= MAX_VISIBILITY_SECONDS * 1_000_000
 
 
@@ -71,30 +67,27 @@ def change(
 ) -> Outcomes:
     """One UPDATE on literal shards, ids and handles (no join); only when it did not update every
     entry are the rows looked at again."""
-    shards = in_list("shard", [ref.shard for ref, _ in entries])
+    shards = col("shard").isin([ref.shard for ref, _ in entries])
+    tables = ctx.tables_for(record)
 
     def attempt() -> Outcomes:
         now = ctx.now()
         rows, values, targets = extension(entries, now)
-        counts = ctx.storage.change(record.location, shards & rows, ("shard", "message_id"), values)
+        counts = tables.change(record.location, shards & rows, values)
         if counts.all_of(len(targets)):
             return {ref.handle: None for ref, _ in entries}
         return diagnose(ctx, record, entries, now)
 
-    return ctx.storage.transact(record.location, attempt, f"changing visibility on {record.name!r}")
+    return tables.transact(record.location, attempt, f"changing visibility on {record.name!r}")
 
 
-def _per_handle(targets: dict[str, datetime]) -> Column:
+def _per_handle(targets: dict[str, datetime]) -> Expr:
     """Each row's new visible_at by its handle: one literal when all agree (a heartbeat)."""
     distinct = set(targets.values())
     if len(distinct) == 1:
-        return F.lit(distinct.pop())
-    branches = iter(targets.items())
-    handle, at = next(branches)
-    chosen = F.when(F.col("receipt_handle") == handle, F.lit(at))
-    for handle, at in branches:
-        chosen = chosen.when(F.col("receipt_handle") == handle, F.lit(at))
-    return chosen
+        return lit(distinct.pop())
+    branches = [(col("receipt_handle") == handle, lit(at)) for handle, at in targets.items()]
+    return when(branches[:-1], branches[-1][1])
 
 
 def diagnose(
@@ -107,17 +100,12 @@ def diagnose(
     targets = new_times(entries, now)
     rows = {
         row.message_id: row
-        for row in ctx.read(record)
-        .where(
-            in_list("shard", [ref.shard for ref, _ in entries])
-            & F.col("message_id").isin([ref.message_id for ref, _ in entries])
+        for row in ctx.tables_for(record).select(
+            record.location,
+            ["message_id", "receipt_handle", "visible_at"],
+            col("shard").isin([ref.shard for ref, _ in entries])
+            & col("message_id").isin([ref.message_id for ref, _ in entries]),
         )
-        .select(
-            "message_id",
-            "receipt_handle",
-            F.unix_micros("visible_at").alias("visible_us"),
-        )
-        .collect()
     }
     outcomes: Outcomes = {}
     for ref, seconds in entries:
@@ -132,9 +120,9 @@ def diagnose(
                 f"receipt handle for message {ref.message_id} was superseded by a later receive"
                 " or a release; use the handle of the latest receive"
             )
-        elif row.visible_us == to_micros(targets[ref.handle]):
+        elif row.visible_at == targets[ref.handle]:
             outcomes[ref.handle] = None
-        elif row.visible_us <= to_micros(now):
+        elif row.visible_at <= now:
             outcomes[ref.handle] = MessageNotInflight(
                 f"message {ref.message_id} is not in flight: its visibility timeout already"
                 " ended; receive it again to get a new handle"

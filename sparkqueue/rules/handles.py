@@ -13,12 +13,14 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-
-from pyspark.sql import Column
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from ..errors import ReceiptHandleIsInvalid
 from ..limits import MAX_SHARDS
+from .expr import Expr, as_string, concat_ws, lit, prefix, sha256_hex
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 _ID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # Every shard a queue may have: 0 to MAX_SHARDS - 1, without leading zeros.
@@ -74,21 +76,19 @@ def parse(secret: str, handle: object) -> HandleRef:
     return HandleRef(handle, int(shard), message_id)
 
 
-def issue_column(secret: str, claim_token: str, shard: Column, message_id: Column) -> Column:
-    """`issue` computed by Spark, for claims too large to pass through the driver."""
-    nonce = F.substring(
-        F.sha2(F.concat_ws(".", F.lit(claim_token), message_id), 256), 1, NONCE_LENGTH
+def issue_expr(secret: str, claim_token: str, shard: Expr, message_id: Expr) -> Expr:
+    """`issue` computed by the engine inside a claim's statement, row by row."""
+    nonce = prefix(sha256_hex(concat_ws(".", lit(claim_token), message_id)), NONCE_LENGTH)
+    mac = prefix(
+        sha256_hex(concat_ws(".", lit(secret), as_string(shard), message_id, nonce)), MAC_LENGTH
     )
-    mac = F.substring(
-        F.sha2(F.concat_ws(".", F.lit(secret), shard.cast("string"), message_id, nonce), 256),
-        1,
-        MAC_LENGTH,
-    )
-    return F.concat_ws(".", shard.cast("string"), message_id, nonce, mac)
+    return concat_ws(".", as_string(shard), message_id, nonce, mac)
 
 
 def parse_columns(secret: str, handle: Column) -> dict[str, Column]:
     """`parse` computed by Spark: shard, message_id and a `valid` flag for a handle column."""
+    from pyspark.sql import functions as F
+
     part = {i: F.regexp_extract(handle, HANDLE_PATTERN, i) for i in range(1, 5)}
     expected_mac = F.substring(
         F.sha2(F.concat_ws(".", F.lit(secret), part[1], part[2], part[3]), 256), 1, MAC_LENGTH

@@ -9,7 +9,8 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ..errors import InvalidParameterValue
+from ..attributes import QueueAttributes
+from ..errors import InvalidParameterValue, MissingParameter
 from ..limits import MAX_ATTRIBUTE_NAME_LENGTH, MAX_ATTRIBUTES, MAX_DELAY_SECONDS, MAX_ID_LENGTH
 
 # SQS accepts #x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF in bodies and attribute values.
@@ -232,3 +233,25 @@ def row_problem_column(
 
 def _bad_identifier(column: Column) -> Column:
     return column.isNotNull() & ~column.rlike(whole_match_java(IDENTIFIER_RULE))
+
+
+def check_fifo_options(
+    delay: Any,
+    group_id: str | None,
+    deduplication_id: str | None,
+    attrs: QueueAttributes,
+    how: str = "",
+) -> None:
+    """SQS's FIFO rules for what a send must and must not carry."""
+    if delay is not None and (isinstance(delay, bool) or delay != 0):  # an explicit 0 is fine
+        raise InvalidParameterValue(
+            "FIFO queues take no per-message delay_seconds other than 0; set the queue's"
+            " delay_seconds instead"
+        )
+    if group_id is None:
+        raise MissingParameter(f"a FIFO queue needs group_id{how} for every message")
+    if deduplication_id is None and not attrs.content_based_deduplication:
+        raise MissingParameter(
+            f"a FIFO queue needs deduplication_id{how} for every message unless the queue has"
+            " content_based_deduplication=True"
+        )

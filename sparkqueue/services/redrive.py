@@ -5,11 +5,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
@@ -22,15 +21,18 @@ from ..engine.conditions import (
     due,
     expired_in_flight,
     past_retention,
+    retire,
     spent_tombstone,
 )
 from ..engine.context import QueueContext
-from ..engine.fifo import drop_duplicates, retire
+from ..engine.fifo import drop_duplicates
 from ..engine.moves import Mover, StepHook, no_hook
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..model import QueueRedrive, RedriveReport
+from ..rules.expr import Expr, null
 from ..store.registry import QueueRecord
 from ..store.schema import METRICS_SCHEMA
+from ..store.spark_exprs import to_column
 from .settings import RedriveSettings
 from .upkeep import keep_up, tidy_table, trim_logs
 
@@ -180,12 +182,12 @@ class Redrive:
     def _survey(self, record: QueueRecord, now: datetime) -> dict[str, int]:
         """One scan that says which steps this pass has work for, so idle steps cost nothing."""
         attrs = record.attributes
-        count = lambda condition: F.count(F.when(condition, 1))  # noqa: E731
+        count = lambda condition: F.count(F.when(to_column(condition), 1))  # noqa: E731
         row = (
             self._storage.read(record.location)
             .agg(
                 count(being_moved()).alias("pending"),
-                count(exhausted(now, attrs)("")).alias("exhausted"),
+                count(exhausted(now, attrs)).alias("exhausted"),
                 count(releasable(now, attrs)).alias("expired_receives"),
                 count(past_retention(now, attrs)).alias("past_retention"),
                 count(spent_tombstone(now)).alias("spent_tombstones"),
@@ -201,10 +203,7 @@ class Redrive:
             record.location,
             releasable(now, record.attributes),
             f"releasing expired receives in {record.name!r}",
-            values={
-                "receipt_handle": F.lit(None).cast("string"),
-                "handle_issued_at": F.lit(None).cast("timestamp"),
-            },
+            values={"receipt_handle": null("string"), "handle_issued_at": null("timestamp")},
         )
 
     def _expire(self, record: QueueRecord, now: datetime) -> int:
@@ -233,14 +232,12 @@ class Redrive:
         return last
 
 
-def exhausted(now: datetime, attrs: QueueAttributes) -> Callable[[str], Column]:
+def exhausted(now: datetime, attrs: QueueAttributes) -> Expr:
     """Messages due for the dead-letter queue: receives used up and the last one timed out."""
-    return lambda p: (
-        due(now, p) & alive(now, attrs, p) & awaiting_dead_letter(attrs, p) & ~being_moved(p)
-    )
+    return due(now) & alive(now, attrs) & awaiting_dead_letter(attrs) & ~being_moved()
 
 
-def releasable(now: datetime, attrs: QueueAttributes) -> Column:
+def releasable(now: datetime, attrs: QueueAttributes) -> Expr:
     return expired_in_flight(now) & ~awaiting_dead_letter(attrs)
 
 

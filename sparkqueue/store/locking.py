@@ -11,6 +11,8 @@ from contextlib import contextmanager
 
 # A process holds the lock while any of its threads commits; past this, newcomers let others in.
 MAX_SHARED_HOLD_SECONDS = 0.5
+# Who commits: threads of one kind share the lock, the two kinds take turns (see ProcessLock).
+SPARK, NATIVE = "spark", "native"
 
 
 class ProcessLock:
@@ -20,6 +22,11 @@ class ProcessLock:
     safe, but two drivers can both write version N and one commit is silently lost. flock(2) on a
     file beside the table closes that gap; sharing it inside a process keeps Delta's optimistic
     concurrency (and its conflict retries) between a process's own threads.
+
+    Only threads committing through one engine share it. delta-rs writes a version with an atomic
+    put-if-absent, but Spark's local log store checks for the file and then renames over it, so a
+    native commit landing between the two would be overwritten: in one process, Spark's commits
+    and native ones take turns as two processes do.
     """
 
     def __init__(self, path: str) -> None:
@@ -30,10 +37,11 @@ class ProcessLock:
         self._acquired_at = 0.0
         self._draining = False
         self._alone = False
+        self._kind = SPARK  # the engine of the threads holding it now
 
     @contextmanager
-    def hold(self) -> Iterator[None]:
-        self._enter()
+    def hold(self, kind: str = SPARK) -> Iterator[None]:
+        self._enter(kind)
         try:
             yield
         finally:
@@ -61,12 +69,12 @@ class ProcessLock:
                 self._alone = False
                 self._cond.notify_all()
 
-    def _enter(self) -> None:
+    def _enter(self, kind: str) -> None:
         yielded = False
         while True:
             with self._cond:
-                while self._alone or self._draining or self._held_too_long():
-                    self._draining = self._draining or self._held_too_long()
+                while self._alone or self._draining or self._held_too_long() or self._other(kind):
+                    self._draining = self._draining or self._held_too_long() or self._other(kind)
                     self._cond.wait()
                     yielded = True
                 if self._holders == 0 and yielded:
@@ -75,9 +83,14 @@ class ProcessLock:
                     if self._holders == 0:
                         self._fd = self._lock_file()
                         self._acquired_at = time.monotonic()
+                        self._kind = kind
                     self._holders += 1
                     return
             time.sleep(0.005)  # after a drain, let a process blocked in flock(2) take the lock
+
+    def _other(self, kind: str) -> bool:
+        """Held by threads of the other engine."""
+        return bool(self._holders) and self._kind != kind
 
     def _held_too_long(self) -> bool:
         return (

@@ -1,4 +1,8 @@
-"""The queue registry: one small Delta table under the root naming every queue and its settings."""
+"""The queue registry: one small Delta table under the root naming every queue and its settings.
+
+It is read and written through the broker's engine (`Tables`), so a native broker and a Spark
+broker on one root share it.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Row
-from pyspark.sql import functions as F
-
 from ..attributes import QueueAttributes
 from ..errors import TransactionConflict
 from ..limits import ATTRIBUTE_CHANGE_ATTEMPTS
-from .dml import Merge
-from .schema import REGISTRY_SCHEMA
-from .storage import Storage
+from ..rules.expr import col, lit
+from .counts import Counts
+from .schema import REGISTRY_COLUMNS
+from .statements import Row, Tables
+
+_NAMES = tuple(name for name, _, _ in REGISTRY_COLUMNS)
+_KEY = ("name",)
 
 
 @dataclass(frozen=True)
@@ -31,20 +36,20 @@ class QueueRecord:
 class Registry:
     """Reads are cached for `ttl_seconds` (as SQS, attribute changes propagate within moments)."""
 
-    def __init__(self, storage: Storage, ttl_seconds: float) -> None:
-        self._storage = storage
+    def __init__(self, tables: Tables, ttl_seconds: float) -> None:
+        self._tables = tables
         self._ttl = ttl_seconds
-        self.table = storage.layout.registry
+        self.table = tables.layout.registry
         self._cache: dict[str, QueueRecord] = {}
         self._loaded_at: float | None = None
         self._lock = threading.Lock()
-        storage.ensure_table(self.table, REGISTRY_SCHEMA)
+        tables.ensure_table(self.table, REGISTRY_COLUMNS)
 
     def records(self, *, fresh: bool = False) -> dict[str, QueueRecord]:
         with self._lock:
             stale = self._loaded_at is None or time.monotonic() - self._loaded_at > self._ttl
             if fresh or stale:
-                rows = self._storage.read(self.table).collect()
+                rows = self._tables.select(self.table, _NAMES)
                 self._cache = {
                     row.name: QueueRecord(
                         row.name,
@@ -65,12 +70,15 @@ class Registry:
 
     def insert_if_absent(self, record: QueueRecord) -> bool:
         """Atomically registers a queue; False when another caller registered the name first."""
-        row = (record.name, record.attributes.to_json(), record.secret, record.location)
-        source = self._storage.spark.createDataFrame([row], REGISTRY_SCHEMA)
-        return self._merge_on_name(
+        row = {
+            "name": record.name,
+            "attributes": record.attributes.to_json(),
+            "secret": record.secret,
+            "location": record.location,
+        }
+        return self._on_name(
             record.name,
-            source,
-            lambda merge: merge.insert(),
+            lambda: self._tables.insert_absent(self.table, REGISTRY_COLUMNS, "name", row),
             f"registering queue {record.name!r}",
             lambda before, after: after is not None and after.location == record.location,
         )
@@ -82,18 +90,16 @@ class Registry:
         lands if the stored attributes are still those `change` saw (a compare-and-set on the
         stored text), else they are read again and `change` runs again, so two concurrent
         changes (two AddPermissions, say) never lose one another. False if the queue is gone."""
-        t = self._storage.target_prefix(self.table)
         for _ in range(ATTRIBUTE_CHANGE_ATTEMPTS):
             row = self._row(name)
             if row is None:
                 return False
             updated = change(QueueAttributes.from_json(row.attributes)).to_json()
-            as_read = F.col(f"{t}attributes") == F.lit(row.attributes)
-            if self._merge_on_name(
+            as_read = (col("name") == name) & (col("attributes") == row.attributes)
+            if self._on_name(
                 name,
-                self._name_frame(name),
-                lambda merge, as_read=as_read, updated=updated: merge.update(
-                    {"attributes": F.lit(updated)}, as_read
+                lambda as_read=as_read, updated=updated: self._tables.change(
+                    self.table, as_read, {"attributes": lit(updated)}, key=_KEY
                 ),
                 f"updating queue {name!r}",
                 lambda before, after, updated=updated: (
@@ -108,43 +114,34 @@ class Registry:
 
     def remove(self, record: QueueRecord) -> bool:
         """Unregisters the queue if it still has this record's table; False if it is gone."""
-        location = F.col(f"{self._storage.target_prefix(self.table)}location") == F.lit(
-            record.location
-        )
-        return self._merge_on_name(
+        rows = (col("name") == record.name) & (col("location") == record.location)
+        return self._on_name(
             record.name,
-            self._name_frame(record.name),
-            lambda merge: merge.delete(location),
+            lambda: self._tables.change(self.table, rows, None, key=_KEY),
             f"deleting queue {record.name!r}",
             lambda before, after: before is not None and after is None,
         )
 
-    def _name_frame(self, name: str) -> DataFrame:
-        return self._storage.spark.createDataFrame([(name,)], "name string")
-
-    def _merge_on_name(
+    def _on_name(
         self,
         name: str,
-        source: DataFrame,
-        clause: Callable[[Merge], Merge],
+        statement: Callable[[], Counts],
         what: str,
         changed: Callable[[Row | None, Row | None], bool],
     ) -> bool:
-        """One MERGE keyed by queue name; True when it changed the one row it aimed at (told by
-        its counts, or where the session reports none by `changed(row before, row after)`)."""
-        t = self._storage.target_prefix(self.table)
-        reports = not self._storage.connect
+        """One conflict-checked commit on the queue's row; True when it changed that one row
+        (told by its counts, or where the session reports none by `changed(before, after)`)."""
 
-        def merge() -> bool:
-            before = None if reports else self._row(name)
-            on = F.col(f"{t}name") == F.col("s.name")
-            counts = clause(self._storage.merge(self.table, source, on)).execute()
+        def attempt() -> bool:
+            before = None if self._tables.counts_known else self._row(name)
+            counts = statement()
             return counts.all_of(1) if counts.known else changed(before, self._row(name))
 
-        result = self._storage.transact(self.table, merge, what)
+        result = self._tables.transact(self.table, attempt, what)
         with self._lock:
             self._loaded_at = None
         return result
 
     def _row(self, name: str) -> Row | None:
-        return self._storage.read(self.table).where(F.col("name") == name).first()
+        rows = self._tables.select(self.table, _NAMES, col("name") == name, limit=1)
+        return rows[0] if rows else None

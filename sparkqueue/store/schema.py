@@ -22,28 +22,50 @@ from ..limits import (
 )
 from ..model import MESSAGE_FIELDS
 
-MESSAGE_SCHEMA = StructType(
-    [
-        StructField("shard", IntegerType(), False),
-        StructField("message_id", StringType(), False),
-        StructField("body", StringType(), False),
-        StructField("attributes", MapType(StringType(), StringType()), True),
-        StructField("group_id", StringType(), True),
-        StructField("deduplication_id", StringType(), True),
-        StructField("sequence_number", LongType(), True),
-        StructField("sent_at", TimestampType(), False),
-        StructField("visible_at", TimestampType(), False),
-        StructField("receipt_handle", StringType(), True),
-        StructField("receive_count", IntegerType(), False),
-        StructField("first_received_at", TimestampType(), True),
-        StructField("handle_issued_at", TimestampType(), True),
-        StructField("moved_from", StringType(), True),  # the queue a moved message came from
-        # The SQS DataType of each attribute that is not a plain "String" (Number, Binary, custom
-        # types such as "Number.float"); Binary values are base64 text in `attributes`. A message
-        # sent with string attributes from Spark and one sent over the SQS endpoint are one row.
-        StructField("attribute_types", MapType(StringType(), StringType()), True),
-    ]
+# Every table's columns as (name, type, nullable), the one definition both engines build from.
+Columns = tuple[tuple[str, str, bool], ...]
+MESSAGE_COLUMNS: Columns = (
+    ("shard", "int", False),
+    ("message_id", "string", False),
+    ("body", "string", False),
+    ("attributes", "map", True),
+    ("group_id", "string", True),
+    ("deduplication_id", "string", True),
+    ("sequence_number", "long", True),
+    ("sent_at", "timestamp", False),
+    ("visible_at", "timestamp", False),
+    ("receipt_handle", "string", True),
+    ("receive_count", "int", False),
+    ("first_received_at", "timestamp", True),
+    ("handle_issued_at", "timestamp", True),
+    ("moved_from", "string", True),  # the queue a moved message came from
+    # The SQS DataType of each attribute that is not a plain "String" (Number, Binary, custom
+    # types such as "Number.float"); Binary values are base64 text in `attributes`. A message
+    # sent with string attributes from Spark and one sent over the SQS endpoint are one row.
+    ("attribute_types", "map", True),
 )
+REGISTRY_COLUMNS: Columns = (
+    ("name", "string", False),
+    ("attributes", "string", False),
+    ("secret", "string", False),
+    ("location", "string", False),
+)
+_SPARK_TYPES = {
+    "int": IntegerType(),
+    "long": LongType(),
+    "string": StringType(),
+    "map": MapType(StringType(), StringType()),
+    "timestamp": TimestampType(),
+    "double": DoubleType(),
+    "boolean": BooleanType(),
+}
+
+
+def spark_schema(columns: Columns) -> StructType:
+    return StructType([StructField(n, _SPARK_TYPES[t], nullable) for n, t, nullable in columns])
+
+
+MESSAGE_SCHEMA = spark_schema(MESSAGE_COLUMNS)
 ATTRIBUTES_TYPE = MESSAGE_SCHEMA["attributes"].dataType
 # What receive_df returns and the worker loop hands to a handler: one column per Message field.
 MESSAGE_FRAME_SCHEMA = StructType([MESSAGE_SCHEMA[name] for name in MESSAGE_FIELDS])
@@ -59,14 +81,7 @@ CLAIMS_SCHEMA = StructType(
 )
 CLAIMS_PARTITIONING = ("claim_id",)
 
-REGISTRY_SCHEMA = StructType(
-    [
-        StructField("name", StringType(), False),
-        StructField("attributes", StringType(), False),
-        StructField("secret", StringType(), False),
-        StructField("location", StringType(), False),
-    ]
-)
+REGISTRY_SCHEMA = spark_schema(REGISTRY_COLUMNS)
 
 METRICS_SCHEMA = StructType(
     [

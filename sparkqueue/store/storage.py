@@ -21,10 +21,12 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql.types import StructType
 
 from ..limits import COMPACTED_FILE_BYTES
+from ..rules.expr import Expr
 from . import sql
 from .dml import Counts, Merge, change, in_list
 from .locking import ProcessLock, process_lock
 from .logtrim import clear_unfinished_log, trim_log
+from .spark_exprs import to_column
 from .tables import Layout, Table
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
@@ -195,7 +197,7 @@ class Storage:
         return change(self.spark, self.connect, self._table(address), rows, key, values)
 
     def change_where(
-        self, address: str, condition: Column, what: str, *, values: dict[str, Column] | None = None
+        self, address: str, rule: Expr, what: str, *, values: dict[str, Expr] | None = None
     ) -> int:
         """Updates the queue rows meeting `condition` to `values` (None: deletes them) and returns
         how many the commit changed.
@@ -205,12 +207,15 @@ class Storage:
         Spark Connect, which reports no counts, the number comes from the read just before.
         """
 
+        condition = to_column(rule)
+        changes = None if values is None else {n: to_column(v) for n, v in values.items()}
+
         def attempt() -> int:
             shards = self.read(address).where(condition).groupBy("shard").count().collect()
             if not shards:
                 return 0
             rows = in_list("shard", [row.shard for row in shards]) & condition
-            counts = self.change(address, rows, ("shard", "message_id"), values)
+            counts = self.change(address, rows, ("shard", "message_id"), changes)
             return counts.changed if counts.known else sum(row["count"] for row in shards)
 
         return self.transact(address, attempt, what)

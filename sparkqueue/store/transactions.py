@@ -11,18 +11,25 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pyspark.errors import PySparkException
-
 from ..errors import TransactionConflict
 
+CONFLICT_CLASSES: tuple[type[BaseException], ...] = ()
 try:  # the classes differ across Delta versions and clients; SQLSTATE 2D521 covers the rest
     import delta.exceptions as delta_errors
 
-    CONFLICT_CLASSES: tuple[type[BaseException], ...] = tuple(
-        getattr(delta_errors, name) for name in delta_errors.__all__
-    )
+    CONFLICT_CLASSES += tuple(getattr(delta_errors, name) for name in delta_errors.__all__)
 except ImportError:  # pragma: no cover - Databricks runtimes ship their own delta package
-    CONFLICT_CLASSES = ()
+    pass
+try:  # the native engine's: a commit that lost to a concurrent one
+    from deltalake.exceptions import CommitFailedError
+
+    CONFLICT_CLASSES += (CommitFailedError,)
+except ImportError:  # pragma: no cover - installs without the native engine
+    pass
+try:
+    from pyspark.errors import PySparkException
+except ImportError:  # pragma: no cover - a native-only install
+    PySparkException = ()  # type: ignore[assignment,misc]
 
 CONFLICT_SQLSTATE = "2D521"
 # Raised from inside a claim's UPDATE or MERGE (see fifo.unless_stale) when rows it read changed before it began.

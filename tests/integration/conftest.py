@@ -24,8 +24,15 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def broker(spark: SparkSession, tmp_path, clock: FakeClock) -> Broker:
-    return Broker(spark, str(tmp_path / "root"), clock=clock)
+def broker(request, spark: SparkSession, tmp_path, clock: FakeClock) -> Broker:
+    """A broker on a local root: the native engine ("auto"), or the engine a module's
+    `both_engines` parametrization names."""
+    engine = getattr(request, "param", "auto")
+    return Broker(spark, str(tmp_path / "root"), clock=clock, engine=engine)
+
+
+# Queue-semantics modules run every test on both engines: `pytestmark = both_engines`.
+both_engines = pytest.mark.parametrize("broker", ["native", "spark"], indirect=True)
 
 
 @pytest.fixture

@@ -11,21 +11,27 @@ def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path
     results = main(["--smoke", "--out", str(tmp_path), "--root", str(tmp_path / "root")])
 
     assert results["bulk"]["enqueued"] == results["bulk"]["drained"] == 2_000
-    assert len(results["latency"]["receive_ms"]) == 4
-    for scenario in ("load_alone", "load_with_producer", "buffered_load"):
-        assert results[scenario]["delivered"] > 0
-        assert results[scenario]["duplicates"] == results[scenario]["lost"] == 0
-    assert results["buffered_latency"]["receive_p50_ms"] > 0
     assert results["redrive"]["released"] == 100
-    assert [(run["batch"], run["workers"]) for run in results["worker"].values()] == [
-        (10, 1),
-        (10, 4),
-    ]
-    assert all(run["deleted"] > 0 for run in results["worker"].values())
-    endpoint = dict(results["endpoint"])
-    assert endpoint.pop("get_queue_url_p50_ms") > 0
-    assert set(endpoint) == {"http_1", "http_8", "direct_1", "direct_8"}
-    assert all(run["messages_per_s"] > 0 and run["send_p50_ms"] > 0 for run in endpoint.values())
+    assert set(results["engines"]) == {"native", "spark"}  # both engines, in this one run
+    for figures in results["engines"].values():
+        assert len(figures["latency"]["receive_ms"]) == 4
+        for scenario in ("load_alone", "load_with_producer", "buffered_load"):
+            assert figures[scenario]["delivered"] > 0
+            assert figures[scenario]["duplicates"] == figures[scenario]["lost"] == 0
+        assert figures["buffered_latency"]["receive_p50_ms"] > 0
+        assert [(run["batch"], run["workers"]) for run in figures["worker"].values()] == [
+            (10, 1),
+            (10, 4),
+        ]
+        assert all(run["deleted"] > 0 for run in figures["worker"].values())
+        endpoint = dict(figures["endpoint"])
+        assert endpoint.pop("get_queue_url_p50_ms") > 0
+        assert set(endpoint) == {"http_1", "http_8", "direct_1", "direct_8"}
+        assert all(
+            run["messages_per_s"] > 0 and run["send_p50_ms"] > 0 for run in endpoint.values()
+        )
     assert json.loads((tmp_path / "bench.json").read_text())["sizes"]["messages"] == 2_000
     assert (tmp_path / "bench.png").stat().st_size > 0
-    assert "redrive pass" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "redrive pass" in printed
+    assert "receive(1) p50 / p99" in printed and "native " in printed and "| spark " in printed

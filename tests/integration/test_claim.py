@@ -12,9 +12,11 @@ from pyspark.sql import functions as F
 from sparkqueue.engine import claim
 from sparkqueue.errors import InvalidParameterValue, OverLimit
 from sparkqueue.limits import IN_FLIGHT_LIMITS
+from tests.integration.conftest import both_engines
 from tests.integration.helpers import run_threads
 
 
+@both_engines
 def test_visibility_default_hides_then_returns_the_message(queue, clock):
     queue.send("work")
     [first] = queue.receive()
@@ -29,6 +31,7 @@ def test_visibility_default_hides_then_returns_the_message(queue, clock):
     assert again.first_received_at == first.first_received_at
 
 
+@both_engines
 def test_visibility_override_per_receive(queue, clock):
     queue.send("work")
     queue.receive(visibility_timeout=5)
@@ -39,6 +42,7 @@ def test_visibility_override_per_receive(queue, clock):
     assert same.receive_count == 3
 
 
+@both_engines
 def test_receive_limits_and_argument_checks(queue):
     queue.send_batch([f"m{i}" for i in range(5)])
     assert len(queue.receive(3)) == 3
@@ -52,6 +56,7 @@ def test_receive_limits_and_argument_checks(queue):
         queue.receive(wait_time_seconds=21)
 
 
+@both_engines
 def test_sent_at_and_first_received_at_come_from_the_broker_clock(queue, clock):
     sent = clock()
     queue.send("timed")
@@ -61,6 +66,7 @@ def test_sent_at_and_first_received_at_come_from_the_broker_clock(queue, clock):
     assert message.first_received_at == clock()
 
 
+@both_engines
 def test_long_polling_returns_as_soon_as_a_message_arrives(queue):
     threading.Timer(1.0, lambda: queue.send("late")).start()
     started = time.monotonic()
@@ -75,6 +81,7 @@ def test_long_polling_gives_up_after_the_wait(queue):
     assert time.monotonic() - started >= 1
 
 
+@both_engines
 def test_messages_past_retention_are_never_returned(broker, clock):
     queue = broker.create_queue("short-lived", retention_seconds=60)
     queue.send("old")
@@ -83,6 +90,7 @@ def test_messages_past_retention_are_never_returned(broker, clock):
     assert queue.stats().visible == 0
 
 
+@both_engines
 def test_messages_at_max_receive_count_wait_for_the_redrive_job(broker, clock):
     broker.create_queue("dead")
     queue = broker.create_queue("flaky", dead_letter_queue="dead", max_receive_count=2)
@@ -177,6 +185,7 @@ def test_a_deep_queue_is_read_one_shard_at_a_time_and_drains_completely(spark, b
     assert deep_reads > 0
 
 
+@both_engines
 def test_a_standard_queue_hands_out_the_oldest_first(broker, clock):
     queue = broker.create_queue("ordered", shards=4)
     sent = []
@@ -187,6 +196,7 @@ def test_a_standard_queue_hands_out_the_oldest_first(broker, clock):
     assert [m.message_id for m in queue.receive(10)] == sent[2:]
 
 
+@both_engines
 def test_the_visibility_timeout_runs_from_the_handout_not_from_the_read(broker, clock, monkeypatch):
     """A receive that spends 3 s reading and 1 s in its statement (the fake clock moves while
     they run): its message stays hidden for the whole timeout after it is handed out."""

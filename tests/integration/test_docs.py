@@ -22,7 +22,7 @@ def examples(document: str) -> list[str]:
 @pytest.mark.parametrize(
     ("document", "blocks"),
     [
-        ("README.md", 6),
+        ("README.md", 7),
         ("docs/operations.md", 2),
         ("docs/how-it-works.md", 1),
         ("docs/catalog.md", 1),
@@ -39,7 +39,7 @@ def test_a_documents_examples_run_in_order(spark, tmp_path, monkeypatch, documen
 
 
 DEMO_LINES = (  # what each of the demo's own lines starts with, in order
-    "queues under ", "sent 4 messages", "received [", "deleted ", "extended ", "shortened ",
+    "queues under ", "per-message operations run on the native engine", "sent 4 messages", "received [", "deleted ", "extended ", "shortened ",
     "released ", "back after their timeouts: ", "deleted 2 in one batch",
 )  # fmt: skip
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from sparkqueue import QueueStats
+from tests.integration.conftest import both_engines
 
 
+@both_engines
 def test_stats_counts_each_state(broker, clock):
     broker.create_queue("dlq")
     queue = broker.create_queue("counted", dead_letter_queue="dlq", max_receive_count=1)
@@ -22,6 +24,7 @@ def test_stats_counts_each_state(broker, clock):
     assert held.receive_count == 1
 
 
+@both_engines
 def test_purge_deletes_everything_and_counts(queue):
     queue.send_batch(["a", "b", "c"])
     queue.receive(1)

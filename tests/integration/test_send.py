@@ -6,6 +6,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from sparkqueue.errors import EmptyBatchRequest, InvalidParameterValue
+from tests.integration.conftest import both_engines
 
 HOSTILE = [
     "'; DROP TABLE messages; --",
@@ -17,6 +18,7 @@ HOSTILE = [
 ]
 
 
+@both_engines
 def test_send_returns_an_id_and_the_body_round_trips(queue):
     message_id = queue.send("hello", attributes={"k": "v"})
     [message] = queue.receive()
@@ -27,6 +29,7 @@ def test_send_returns_an_id_and_the_body_round_trips(queue):
     assert message.group_id is None and message.sequence_number is None
 
 
+@both_engines
 def test_hostile_strings_round_trip_intact(queue):
     ids = queue.send_batch(
         [{"body": text, "attributes": {"a.b-c_d": text}, "group_id": "g'1"} for text in HOSTILE]
@@ -46,6 +49,7 @@ def test_invalid_bodies_are_rejected(queue):
     assert queue.stats().visible == 0
 
 
+@both_engines
 def test_size_limit_counts_utf8_bytes_of_body_and_attributes(broker):
     queue = broker.create_queue("small", max_message_bytes=1024)
     queue.send("é" * 512)  # 1024 bytes exactly
@@ -75,6 +79,7 @@ def test_invalid_attributes_are_rejected(queue):
             pytest.fail(f"accepted attributes {attributes!r}")
 
 
+@both_engines
 def test_message_delay_overrides_queue_delay(broker, clock):
     queue = broker.create_queue("delayed", delay_seconds=10, visibility_timeout=600)
     queue.send("queue delay")
@@ -90,6 +95,7 @@ def test_message_delay_overrides_queue_delay(broker, clock):
         queue.send("too late", delay_seconds=901)
 
 
+@both_engines
 def test_send_batch_is_atomic_and_names_the_bad_entry(queue):
     with pytest.raises(InvalidParameterValue, match="entry 2"):
         queue.send_batch(["ok", {"body": "ok too"}, {"body": ""}, "never"])
@@ -103,6 +109,7 @@ def test_send_batch_is_atomic_and_names_the_bad_entry(queue):
     assert [by_id[i] for i in ids] == ["one", "two"]
 
 
+@both_engines
 def test_send_each_sends_the_valid_entries_and_reports_the_others(queue):
     outcomes = queue.send_each(
         [

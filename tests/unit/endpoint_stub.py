@@ -40,7 +40,8 @@ class RecordingBroker:
         return [q for q in self.queues if q.startswith(prefix)]
 
     # what the actions read to keep the server's storage location out of error texts
-    context = SimpleNamespace(storage=SimpleNamespace(layout=SimpleNamespace(local_dir=None)))
+    context = SimpleNamespace(tables=SimpleNamespace(layout=SimpleNamespace(local_dir=None)))
+    spark = SimpleNamespace()  # as a broker with Spark: its queues are served as they are
 
     def get_queue(self, name: str) -> Any:
         self.calls.append(("get_queue", name))

@@ -20,3 +20,15 @@ def test_only_accepts_the_scenario_names_alone(capsys):
         main(["--only", "everything"])  # refused before any Spark session starts
     assert stop.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_each_engine_figure_stands_beside_the_other():
+    latency = {"receive_p50_ms": 30.0, "receive_p99_ms": 90.0, "delete_p50_ms": 15.0}
+    latency |= {"delete_p99_ms": 40.0, "drift": 1.0, "receive_ms": [30.0], "delete_ms": [15.0]}
+    slow = {key: value * 40 if key.endswith("ms") else value for key, value in latency.items()}
+    rows = table({"engines": {"native": {"latency": latency}, "spark": {"latency": slow}}})
+    assert rows[0] == (
+        "receive(1) p50 / p99",
+        "native 30 / 90 ms | spark 1200 / 3600 ms",
+        "<= 150 / 400 ms",
+    )

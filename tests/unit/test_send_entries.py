@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sparkqueue.attributes import QueueAttributes
-from sparkqueue.engine.send import invalid_row_problem, normalize_entry
+from sparkqueue.engine.send import normalize_entry
+from sparkqueue.engine.send_df import invalid_row_problem
 from sparkqueue.errors import InvalidParameterValue, MissingParameter
 from sparkqueue.rules.ids import content_deduplication_id
 

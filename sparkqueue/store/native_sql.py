@@ -1,0 +1,82 @@
+"""The native rendering of rules/expr.py: each expression as DataFusion SQL text for delta-rs.
+
+delta-rs takes predicates and new values as SQL text, so this is the one place where literals
+become text: strings are quoted with inner quotes doubled, numbers formatted from ints, instants
+written as exact epoch microseconds, and column names quoted. Nothing else in the package writes
+SQL for delta-rs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..clock import to_micros
+from ..rules.expr import Call, Case, Col, Expr, Lit
+
+TIMESTAMP = 'Timestamp(Microsecond, Some("UTC"))'
+_TYPES = {"string": "VARCHAR", "int": "INT", "long": "BIGINT"}
+_INFIX = {"and": "AND", "or": "OR", "==": "=", "!=": "<>", "<=": "<=", "<": "<", ">=": ">=",
+          ">": ">", "+": "+", "-": "-"}  # fmt: skip
+
+
+def to_sql(expr: Expr) -> str:
+    """`expr` as a DataFusion SQL expression."""
+    if isinstance(expr, Col):
+        return quote_name(expr.name)
+    if isinstance(expr, Lit):
+        return literal(expr)
+    if isinstance(expr, Case):
+        branches = " ".join(f"WHEN {to_sql(c)} THEN {to_sql(v)}" for c, v in expr.branches)
+        return f"CASE {branches} ELSE {to_sql(expr.otherwise)} END"
+    assert isinstance(expr, Call), expr
+    args = [to_sql(arg) for arg in expr.args]
+    op = expr.op
+    if op in _INFIX:
+        return "(" + f" {_INFIX[op]} ".join(args) + ")"
+    if op == "not":
+        return f"(NOT {args[0]})"
+    if op == "is_null":
+        return f"({args[0]} IS NULL)"
+    if op == "in":
+        return f"({args[0]} IN ({', '.join(args[1:])}))"
+    if op == "micros":
+        return f"arrow_cast({args[0]}, 'Int64')"
+    if op == "timestamp_of_micros":
+        return f"arrow_cast({args[0]}, '{TIMESTAMP}')"
+    if op == "as_string":
+        return f"CAST({args[0]} AS VARCHAR)"
+    if op == "sha256_hex":
+        return f"encode(sha256({args[0]}), 'hex')"
+    if op == "prefix":
+        return f"substr({args[0]}, 1, {args[1]})"
+    if op in ("coalesce", "starts_with", "concat_ws"):
+        return f"{op}({', '.join(args)})"
+    raise ValueError(f"no SQL rendering for {op!r}")
+
+
+def literal(expr: Lit) -> str:
+    value = expr.value
+    if value is None:  # typed by where it goes (an UPDATE casts it to the column's type)
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        text = str(int(value))
+        return f"CAST({text} AS {_TYPES[expr.type]})" if expr.type in _TYPES else text
+    if isinstance(value, datetime):
+        return f"arrow_cast({to_micros(value)}, '{TIMESTAMP}')"
+    if isinstance(value, str):
+        return quote_text(value)
+    raise TypeError(f"no SQL literal for {type(value).__name__}")
+
+
+def quote_text(text: str) -> str:
+    """A SQL string literal: single quotes, inner ones doubled; no NUL (DataFusion ends there)."""
+    if "\x00" in text:
+        raise ValueError("a SQL string literal cannot hold NUL")
+    return "'" + text.replace("'", "''") + "'"
+
+
+def quote_name(name: str) -> str:
+    """A column name as DataFusion reads it: double-quoted, inner quotes doubled."""
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,274 @@
+"""The native engine: a broker's tables read and committed by delta-rs, with no JVM.
+
+Reads are DataFusion queries over the table's latest snapshot; UPDATE, DELETE and MERGE are
+delta-rs's own, whose commits are checked for conflicts against every commit since their
+snapshot (Spark's included: each engine reads the other's as plain add/remove actions). On a
+local root every transaction also holds the table's commit lock, exactly as Spark's do (see
+locking.py), so the two engines never write one log version twice.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import pyarrow as pa
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+
+from ..rules.expr import Expr, col
+from .counts import Counts
+from .locking import NATIVE, ProcessLock, process_lock
+from .logtrim import clear_unfinished_log
+from .native_sql import quote_name, to_sql
+from .schema import Columns
+from .statements import MESSAGE_KEY, Row
+from .tables import PathLayout
+from .transactions import ConflictCounter, RetryPolicy, run_transaction
+
+T = TypeVar("T")
+_ARROW_TYPES = {
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "string": pa.string(),
+    "map": pa.map_(pa.string(), pa.string()),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+}
+_SOURCE = "s"  # a MERGE's source alias; the target's is "t"
+
+
+def arrow_schema(columns: Columns) -> pa.Schema:
+    return pa.schema([pa.field(n, _ARROW_TYPES[t], nullable) for n, t, nullable in columns])
+
+
+class NativeTables:
+    """The `Tables` of a broker on a path root, served by delta-rs."""
+
+    engine = "native"
+    counts_known = True
+
+    def __init__(self, layout: PathLayout, policy: RetryPolicy) -> None:
+        self._layout = layout
+        self._policy = policy
+        self._conflicts = ConflictCounter()
+        self._known: set[str] = set()
+        self._known_lock = threading.Lock()
+
+    @property
+    def layout(self) -> PathLayout:
+        return self._layout
+
+    @property
+    def conflicts(self) -> ConflictCounter:
+        return self._conflicts
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def _open(self, address: str) -> DeltaTable:
+        return DeltaTable(self._uri(address))
+
+    def _uri(self, address: str) -> str:
+        folder = self._layout.folder(address)
+        return folder if folder is not None else address
+
+    def _query(self, address: str, statement: str) -> list[Row]:
+        reader = QueryBuilder().register("t", self._open(address)).execute(statement)
+        return [_row(values) for values in pa.table(reader).to_pylist()]
+
+    def select(
+        self,
+        address: str,
+        columns: Sequence[str],
+        where: Expr | None = None,
+        *,
+        order_by: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[Row]:
+        statement = f"SELECT {', '.join(map(quote_name, columns))} FROM t"
+        if where is not None:
+            statement += f" WHERE {to_sql(where)}"
+        if order_by:
+            statement += f" ORDER BY {', '.join(map(quote_name, order_by))}"
+        if limit is not None:
+            statement += f" LIMIT {int(limit)}"
+        return self._query(address, statement)
+
+    def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
+        parts = [
+            f"COUNT(CASE WHEN {to_sql(c)} THEN 1 END) AS {quote_name(n)}" for n, c in counts.items()
+        ]
+        parts += [f"MIN({to_sql(value)}) AS {quote_name(n)}" for n, value in least.items()]
+        return self._query(address, f"SELECT {', '.join(parts)} FROM t")[0]
+
+    # -- committing -------------------------------------------------------------------------------
+
+    def transact(
+        self, address: str, action: Callable[[], T], what: str, *, alone: bool = False
+    ) -> T:
+        return run_transaction(
+            action,
+            lock=self._lock(address, alone),
+            policy=self._policy,
+            counter=self._conflicts,
+            what=what,
+        )
+
+    def change(
+        self,
+        address: str,
+        rows: Expr,
+        values: dict[str, Expr] | None = None,
+        *,
+        key: tuple[str, ...] = MESSAGE_KEY,
+    ) -> Counts:
+        table = self._open(address)
+        if values is None:
+            metrics = table.delete(to_sql(rows))
+            return Counts(known=True, deleted=int(metrics.get("num_deleted_rows", 0)))
+        updates = {quote_name(name): to_sql(value) for name, value in values.items()}
+        metrics = table.update(updates=updates, predicate=to_sql(rows))
+        return Counts(known=True, updated=int(metrics.get("num_updated_rows", 0)))
+
+    def change_where(
+        self, address: str, rule: Expr, what: str, *, values: dict[str, Expr] | None = None
+    ) -> int:
+        def attempt() -> int:
+            statement = f"SELECT DISTINCT shard FROM t WHERE {to_sql(rule)}"
+            shards = [row.shard for row in self._query(address, statement)]
+            if not shards:
+                return 0
+            return self.change(address, col("shard").isin(shards) & rule, values).changed
+
+        return self.transact(address, attempt, what)
+
+    def append_rows(
+        self, address: str, columns: Columns, rows: list[dict[str, Any]], what: str
+    ) -> None:
+        frame = pa.Table.from_pylist([_arrow_row(row) for row in rows], arrow_schema(columns))
+        self.transact(
+            address, lambda: write_deltalake(self._uri(address), frame, mode="append"), what
+        )
+
+    def insert_absent(
+        self, address: str, columns: Columns, key: str, row: dict[str, Any]
+    ) -> Counts:
+        table = self._open(address)
+        source = pa.Table.from_pylist([_arrow_row(row)], arrow_schema(columns))
+        on = f"t.{quote_name(key)} = {_SOURCE}.{quote_name(key)}"
+        metrics = (
+            table.merge(source, on, source_alias=_SOURCE, target_alias="t")
+            .when_not_matched_insert_all()
+            .execute()
+        )
+        return Counts(known=True, inserted=int(metrics.get("num_target_rows_inserted", 0)))
+
+    # -- tables -----------------------------------------------------------------------------------
+
+    def exists(self, address: str) -> bool:
+        try:
+            self._open(address)
+        except TableNotFoundError:
+            return False
+        return True
+
+    def ensure_table(
+        self,
+        address: str,
+        columns: Columns,
+        *,
+        partition_by: tuple[str, ...] = (),
+        properties: dict[str, str] | None = None,
+    ) -> None:
+        if address in self._known:
+            return
+        folder = self._layout.folder(address)
+
+        def create() -> None:
+            if folder is not None:  # a creation killed before its first commit left a stub
+                clear_unfinished_log(folder)
+            DeltaTable.create(
+                self._uri(address),
+                arrow_schema(columns),
+                partition_by=list(partition_by) or None,
+                mode="ignore",
+                configuration=properties,
+            )
+            self._add_missing(address, columns)
+
+        self.transact(address, create, f"creating the table {address}", alone=True)
+        self._remember(address)
+
+    def upgrade_table(self, address: str, columns: Columns) -> bool:
+        if address in self._known:
+            return True
+        if not self.exists(address):
+            return False
+        self.transact(address, lambda: self._add_missing(address, columns), f"upgrading {address}")
+        self._remember(address)
+        return True
+
+    def _add_missing(self, address: str, columns: Columns) -> None:
+        """Adds the nullable columns of `columns` an older table lacks."""
+        table = self._open(address)
+        have = set(pa.schema(table.schema().to_arrow()).names)
+        missing = [c for c in columns if c[0] not in have and c[2]]
+        if missing:
+            fields = arrow_schema(tuple(missing))
+            table.alter.add_columns([_delta_field(field) for field in fields])
+
+    def drop_table(self, address: str) -> None:
+        """Deletes a local table's folder; elsewhere its rows (VACUUM frees the files)."""
+        with self._known_lock:
+            self._known.discard(address)
+        folder = self._layout.folder(address)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        elif self.exists(address):
+            self.transact(address, lambda: self._open(address).delete(), f"emptying {address}")
+
+    def _remember(self, address: str) -> None:
+        with self._known_lock:
+            self._known.add(address)
+
+    def _lock(self, address: str, alone: bool) -> Callable[[], AbstractContextManager[object]]:
+        lock = self._process_lock(address)
+        if lock is None:
+            return nullcontext
+        return lock.hold_alone if alone else lambda: lock.hold(NATIVE)
+
+    def _process_lock(self, address: str) -> ProcessLock | None:
+        lock_file = self._layout.lock_file(address)
+        return None if lock_file is None else process_lock(lock_file)
+
+
+def _row(values: dict[str, Any]) -> Row:
+    """A row as both engines return it: aware UTC datetimes, maps as dicts."""
+    for name, value in values.items():
+        if isinstance(value, datetime):
+            values[name] = value.astimezone(UTC)
+        elif isinstance(value, list) and (not value or isinstance(value[0], tuple)):
+            values[name] = dict(value)
+    return Row(values)
+
+
+def _arrow_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Maps as Arrow takes them (key-value pairs)."""
+    return {k: list(v.items()) if isinstance(v, dict) else v for k, v in row.items()}
+
+
+def _delta_field(field: pa.Field) -> Any:
+    from deltalake import Field
+
+    return Field.from_arrow(field)
+
+
+def is_native_root(layout: object) -> bool:
+    """Whether delta-rs can write this layout's tables: a path root on the local disk (object
+    storage needs its credentials passed on, which the native engine does not do yet)."""
+    return isinstance(layout, PathLayout) and layout.local_dir is not None

@@ -1,0 +1,118 @@
+"""What the per-message path asks of a queue's tables, whichever engine serves them.
+
+`Tables` is implemented twice: by Spark (spark_tables.py, on the broker's interpreting session)
+and natively by delta-rs (native_tables.py). Both take the same rule expressions (rules/expr.py),
+return the same `Row`s (timestamps as aware UTC datetimes, maps as dicts) and the same `Counts`,
+and run every read-check-commit operation through `transact` (the local root's commit lock and
+the conflict retries both engines share).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from ..rules.expr import Expr
+from .counts import Counts
+from .schema import Columns
+from .tables import Layout
+from .transactions import ConflictCounter
+
+T = TypeVar("T")
+MESSAGE_KEY = ("shard", "message_id")
+
+
+class Row(dict[str, Any]):
+    """One row read from a table: by name as an attribute or an item."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class Tables(Protocol):
+    """Reads and commits on a broker's tables through one engine."""
+
+    engine: str  # "spark" or "native"
+    counts_known: bool  # whether `change` and `insert_absent` report what they changed
+
+    @property
+    def layout(self) -> Layout: ...
+
+    @property
+    def conflicts(self) -> ConflictCounter: ...
+
+    def transact(
+        self, address: str, action: Callable[[], T], what: str, *, alone: bool = False
+    ) -> T:
+        """Runs one read-check-commit `action`, retried whole on commit conflicts."""
+        ...
+
+    def select(
+        self,
+        address: str,
+        columns: Sequence[str],
+        where: Expr | None = None,
+        *,
+        order_by: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[Row]:
+        """The rows meeting `where`, with `columns`, in `order_by` order, at most `limit`."""
+        ...
+
+    def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
+        """One scan: per name, how many rows meet a condition, or the least value of an
+        expression (None on no rows)."""
+        ...
+
+    def change(
+        self,
+        address: str,
+        rows: Expr,
+        values: dict[str, Expr] | None = None,
+        *,
+        key: tuple[str, ...] = MESSAGE_KEY,
+    ) -> Counts:
+        """UPDATE (or, without `values`, DELETE) the rows meeting `rows`, within the caller's
+        transaction; `key` identifies a row where an engine must join to change it."""
+        ...
+
+    def change_where(
+        self, address: str, rule: Expr, what: str, *, values: dict[str, Expr] | None = None
+    ) -> int:
+        """Its own transaction: UPDATE (None: DELETE) every queue row meeting `rule`, under a
+        literal predicate on the shards holding such rows (so it conflicts only there); how
+        many rows it changed."""
+        ...
+
+    def append_rows(
+        self, address: str, columns: Columns, rows: list[dict[str, Any]], what: str
+    ) -> None:
+        """A blind append of whole rows (every column of the table's schema), one commit."""
+        ...
+
+    def insert_absent(
+        self, address: str, columns: Columns, key: str, row: dict[str, Any]
+    ) -> Counts:
+        """Inserts `row` unless a row with its `key` value exists, as one conflict-checked
+        commit (a MERGE): two callers inserting one key never both succeed."""
+        ...
+
+    def ensure_table(
+        self,
+        address: str,
+        columns: Columns,
+        *,
+        partition_by: tuple[str, ...] = (),
+        properties: dict[str, str] | None = None,
+    ) -> None:
+        """Creates the table with `columns` unless it exists (once per process and table)."""
+        ...
+
+    def upgrade_table(self, address: str, columns: Columns) -> bool:
+        """Gives an existing table the nullable columns it lacks; False when there is none."""
+        ...
+
+    def drop_table(self, address: str) -> None: ...

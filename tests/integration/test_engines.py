@@ -1,0 +1,172 @@
+"""Both engines on one queue at once: native (delta-rs) and Spark receives, deletes, visibility
+changes, DataFrame claims and redrive passes, in threads of one process and in two processes.
+Every message is held by one holder at a time, nothing is lost, nothing comes back after a delete.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import threading
+
+import pytest
+from pyspark.sql import functions as F
+
+from sparkqueue import Broker
+from sparkqueue.store.storage import Storage
+
+from .helpers import run_threads
+from .test_concurrency import VISIBILITY, _assert_exactly_once, _consume, share_with_a_child
+
+
+@pytest.fixture
+def spark_broker(spark, broker, clock) -> Broker:
+    """A second broker on the same root whose per-message operations Spark runs."""
+    assert broker.engine == "native"
+    return Broker(spark, broker.root, engine="spark", clock=clock)
+
+
+def test_the_engine_is_chosen_and_says_so(spark, broker, spark_broker, tmp_path):
+    assert (broker.engine, spark_broker.engine) == ("native", "spark")
+    assert Broker(None, str(tmp_path / "other")).engine == "native"
+    assert Broker(spark, str(tmp_path / "other"), engine="native").engine == "native"
+    assert "engine='native'" in repr(broker)
+
+
+def test_threads_of_both_engines_share_one_queue(spark, broker, spark_broker):
+    queue = broker.create_queue("mixed")
+    spark_queue = spark_broker.get_queue("mixed")
+    queue.send_df(spark.range(60).select(F.col("id").cast("string").alias("body")))
+    sent = [r.message_id for r in queue.peek_df(100).select("message_id").collect()]
+    received: list[str] = []
+    lock = threading.Lock()
+
+    def by_dataframe() -> None:
+        """Spark's DataFrame claims beside the per-message receivers."""
+        while True:
+            frame = spark_queue.receive_df(7, visibility_timeout=VISIBILITY)
+            rows = frame.select("message_id").collect()
+            if not rows:
+                return
+            with lock:
+                received.extend(row.message_id for row in rows)
+            assert not spark_queue.delete_df(frame).failed
+
+    consumers = [
+        lambda q=q: _consume(q, received, batch=3, until=lambda: True, idle_polls=1)
+        for q in (queue, queue, spark_queue)
+    ]
+    run_threads([*consumers, by_dataframe])
+    _assert_exactly_once(sent, received)
+    assert (queue.stats().visible, spark_queue.stats().in_flight) == (0, 0)
+
+
+def test_a_native_claim_racing_a_spark_claim_has_one_winner(broker, spark_broker):
+    queue = broker.create_queue("race")
+    spark_queue = spark_broker.get_queue("race")
+    for _ in range(4):
+        queue.send("only one")
+        start = threading.Barrier(2)
+        got: dict[str, list] = {}
+
+        def take(name: str, q, start=start, got=got) -> None:
+            start.wait()
+            got[name] = q.receive(1, visibility_timeout=VISIBILITY)
+
+        run_threads([lambda: take("native", queue), lambda: take("spark", spark_queue)])
+        winners = [m for messages in got.values() for m in messages]
+        assert len(winners) == 1, got
+        queue.delete(winners[0].receipt_handle)
+    assert queue.stats().in_flight == 0
+
+
+def test_visibility_changes_and_deletes_of_either_engine_hold_for_the_other(
+    broker, spark_broker, clock
+):
+    queue = broker.create_queue("handover", visibility_timeout=30)
+    spark_queue = spark_broker.get_queue("handover")
+    queue.send_batch(["a", "b"])
+    first, second = spark_queue.receive(2)
+    queue.change_visibility(first.receipt_handle, 300)  # native extends a Spark receive
+    spark_queue.delete(second.receipt_handle)  # Spark deletes what it received
+    clock.advance(60)
+    assert queue.receive(1) == []  # extended, and the deleted one stays deleted
+    clock.advance(300)
+    [again] = queue.receive(1)
+    assert (again.message_id, again.receive_count) == (first.message_id, 2)
+    spark_queue.delete(again.receipt_handle)
+    assert spark_queue.stats().visible + queue.stats().in_flight == 0
+
+
+CHILD = """
+import json, pathlib, sys
+from sparkqueue import Broker
+from tests.integration.test_concurrency import share_the_queue
+
+root, out, ready = sys.argv[1:4]
+queue = Broker(None, root).get_queue("shared")  # the native engine alone: no JVM in this process
+pathlib.Path(ready).touch()
+json.dump(share_the_queue(queue, "child"), open(out, "w"))
+"""
+
+
+def test_a_native_process_and_a_spark_process_share_one_queue(spark_broker, tmp_path):
+    queue = spark_broker.create_queue("shared")
+    share_with_a_child(queue, CHILD, [spark_broker.root], tmp_path)
+
+
+def test_native_consumers_beside_redrive_passes_lose_nothing(spark, broker, clock):
+    queue = broker.create_queue("redriven", visibility_timeout=5)
+    queue.send_df(spark.range(40).select(F.col("id").cast("string").alias("body")))
+    sent = [r.message_id for r in queue.peek_df(100).select("message_id").collect()]
+    for message in queue.receive(10, visibility_timeout=0):  # expired receives to release
+        assert message.receive_count == 1
+    received: list[str] = []
+    done = threading.Event()
+
+    def redrive() -> None:
+        while not done.is_set():
+            broker.redrive(["redriven"])
+
+    def consume() -> None:
+        try:
+            _consume(queue, received, batch=4, until=lambda: True, idle_polls=1)
+        finally:
+            done.set()
+
+    run_threads([consume, consume, redrive])
+    _assert_exactly_once(sent, received)
+
+
+def _log_of(broker: Broker, name: str) -> str:
+    return os.path.join(broker.context.record(name).location.removeprefix("file:"), "_delta_log")
+
+
+def test_checkpoints_of_either_engine_are_read_by_the_other(broker, spark_broker):
+    queue = broker.create_queue("checkpointed")
+    spark_queue = spark_broker.get_queue("checkpointed")
+    log = _log_of(broker, "checkpointed")
+    for i in range(22):  # past the checkpoint interval (20) by native commits alone
+        queue.send(f"n{i}")
+    native_checkpoints = glob.glob(f"{log}/*.checkpoint.parquet")
+    assert native_checkpoints, "delta-rs wrote no checkpoint"
+    assert spark_queue.stats().visible == 22  # Spark reads from the native checkpoint
+    for i in range(20):
+        spark_queue.send(f"s{i}")
+    assert len(glob.glob(f"{log}/*.checkpoint.parquet")) > len(native_checkpoints)
+    assert queue.stats().visible == 42  # and delta-rs from Spark's
+    taken = queue.receive(10, visibility_timeout=VISIBILITY)
+    assert len(spark_queue.delete_batch([m.receipt_handle for m in taken]).successful) == 10
+    assert queue.stats().visible == 32
+
+
+def test_native_operations_continue_after_the_log_is_trimmed(broker, clock):
+    queue = broker.create_queue("trimmed")
+    for i in range(25):
+        queue.send(f"m{i}")
+    storage: Storage = broker.storage
+    location = broker.context.record("trimmed").location
+    assert storage.trim_log(location, keep_seconds=0) > 0
+    taken = queue.receive(5, visibility_timeout=VISIBILITY)
+    queue.delete_batch([m.receipt_handle for m in taken])
+    assert Broker(None, broker.root, clock=clock).get_queue("trimmed").stats().visible == 20

@@ -1,0 +1,165 @@
+"""The native engine (delta-rs) on its own: a broker with no Spark session, real Delta tables and
+real commits, threads and processes, and no JVM anywhere (the unit suite's rule)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import QueryBuilder
+
+from sparkqueue import Broker
+from sparkqueue.errors import (
+    InvalidParameterValue,
+    ReceiptHandleIsInvalid,
+    UnsupportedOperation,
+)
+from sparkqueue.rules.expr import col, lit
+from sparkqueue.store.native_sql import literal, to_sql
+from sparkqueue.testing import FakeClock
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def broker(tmp_path, clock) -> Broker:
+    return Broker(None, str(tmp_path / "root"), clock=clock)
+
+
+def _evaluate(sql: str) -> object:
+    return pa.table(QueryBuilder().execute(f"SELECT {sql} AS v")).to_pylist()[0]["v"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "it's", "''; DROP TABLE t; --", 'a "quoted" name', "back\\slash", "emoji 🙂", ""],
+)
+def test_text_literals_come_back_exactly_as_given(text):
+    assert _evaluate(literal(lit(text))) == text
+
+
+def test_a_literal_with_nul_is_refused_rather_than_cut():
+    with pytest.raises(ValueError, match="NUL"):
+        literal(lit("a\x00b"))
+
+
+def test_column_names_are_quoted_and_never_read_as_sql():
+    assert to_sql(col('x" OR 1=1 --') == "v") == '("x"" OR 1=1 --" = \'v\')'
+
+
+def test_a_broker_without_spark_serves_every_per_message_operation(broker, clock):
+    assert broker.engine == "native" and broker.spark is None
+    queue = broker.create_queue("work", visibility_timeout=30)
+    ids = queue.send_batch(["a", {"body": "b", "attributes": {"k": "v"}}, "c"])
+    assert len(set(ids)) == 3
+    assert queue.stats().visible == 3
+    first, second = queue.receive(2)
+    assert {first.receive_count, second.receive_count} == {1}
+    queue.change_visibility(first.receipt_handle, 300)
+    queue.delete(second.receipt_handle)
+    clock.advance(31)
+    [left] = {"a", "b", "c"} - {first.body, second.body}
+    assert [m["body"] for m in queue.peek(10)] == [left]
+    [third] = queue.receive(5)
+    assert third.body == left
+    queue.change_visibility(third.receipt_handle, 0)  # a release: visible again at once
+    [again] = queue.receive(1)
+    assert (again.message_id, again.receive_count) == (third.message_id, 2)
+    with pytest.raises(ReceiptHandleIsInvalid):
+        queue.change_visibility(third.receipt_handle, 10)  # superseded by the later receive
+    result = queue.delete_batch([first.receipt_handle, again.receipt_handle, "forged"])
+    assert (len(result.successful), list(result.failed)) == (2, ["forged"])
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight, stats.delayed) == (0, 0, 0)
+    queue.send("d", delay_seconds=60)
+    assert queue.stats().delayed == 1
+    assert queue.purge() == 1
+
+
+def test_what_needs_spark_says_so_and_changes_nothing(broker, tmp_path):
+    queue = broker.create_queue("plain")
+    with pytest.raises(UnsupportedOperation, match="Spark session"):
+        queue.peek_df()
+    with pytest.raises(UnsupportedOperation, match="needs Spark"):
+        broker.create_queue("ordered.fifo", fifo=True)
+    with pytest.raises(UnsupportedOperation, match="Spark session"):
+        broker.redrive()
+    with pytest.raises(InvalidParameterValue, match="engine must be one of"):
+        Broker(None, str(tmp_path / "x"), engine="fast")
+    with pytest.raises(InvalidParameterValue, match="need a Spark session"):
+        Broker(None, str(tmp_path / "x"), engine="spark")
+    with pytest.raises(InvalidParameterValue, match="local disk"):
+        Broker(None, "s3://bucket/queues")
+    assert broker.list_queues() == ["plain"]
+
+
+def test_a_second_native_broker_sees_the_same_queues_and_attributes(broker, tmp_path, clock):
+    broker.create_queue("shared", visibility_timeout=45)
+    other = Broker(None, str(tmp_path / "root"), clock=clock)
+    assert other.get_queue("shared").attributes["visibility_timeout"] == 45
+    other.get_queue("shared").set_attributes(visibility_timeout=90)
+    assert Broker(None, broker.root).get_queue("shared").attributes["visibility_timeout"] == 90
+    broker.delete_queue("shared")
+    assert other.list_queues() == []
+
+
+def _consume(queue, taken: list[str]) -> None:
+    while messages := queue.receive(3, visibility_timeout=3600):
+        taken.extend(m.message_id for m in messages)
+        assert not queue.delete_batch([m.receipt_handle for m in messages]).failed
+
+
+def test_native_threads_receive_each_message_once(broker):
+    queue = broker.create_queue("contended")
+    sent = queue.send_batch([f"m{i}" for i in range(60)])
+    taken: list[str] = []
+    threads = [threading.Thread(target=_consume, args=(queue, taken)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(taken) == sorted(sent), Counter(taken).most_common(3)
+    assert queue.stats().in_flight == 0
+
+
+CHILD = """
+import json, sys
+from sparkqueue import Broker
+from tests.unit.test_native_engine import _consume
+
+queue = Broker(None, sys.argv[1]).get_queue("shared")
+taken = []
+_consume(queue, taken)
+print(json.dumps(taken))
+"""
+
+
+def test_native_processes_share_a_queue_and_lose_nothing(broker):
+    queue = broker.create_queue("shared")
+    sent = queue.send_batch([f"m{i}" for i in range(80)])
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, broker.root], cwd=REPO, env=env, stdout=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    taken: list[str] = []
+    _consume(queue, taken)
+    for child in children:
+        out, _ = child.communicate(timeout=300)
+        assert child.returncode == 0
+        taken += json.loads(out)
+    assert sorted(taken) == sorted(sent), Counter(taken).most_common(3)
