@@ -24,9 +24,7 @@ from .limits import (
 from .model import RedriveReport
 from .queue import Queue
 from .rules.checks import check_queue_name
-from .services.redrive import Redrive
 from .services.settings import RedriveSettings
-from .services.sink import write_once
 from .store.registry import Registry
 from .store.statements import Tables
 from .store.tables import PathLayout
@@ -178,11 +176,13 @@ class Broker:
         self, queues: Sequence[str] | None = None, *, settings: RedriveSettings | None = None
     ) -> RedriveReport:
         """One pass of the redrive job: dead-letter moves, releases, retention (and due upkeep)."""
+        from .services.redrive import Redrive  # Spark's job: loaded when it runs
+
         return Redrive(self.context, settings).run(queues)
 
     def redrive_metrics(self) -> DataFrame:
         """The redrive job's per-pass, per-queue metrics (depth, moves, timings) for dashboards."""
-        from .store.schema import METRICS_SCHEMA
+        from .store.spark_schema import METRICS_SCHEMA
 
         table = self.context.storage.layout.metrics
         self.context.storage.ensure_table(table, METRICS_SCHEMA)
@@ -192,6 +192,8 @@ class Broker:
         """Appends to the Delta table `sink` the rows whose `key` it lacks; returns rows written
         (None over Spark Connect). Keyed by message id, a redelivered message's results are never
         written twice."""
+        from .services.sink import write_once
+
         return write_once(self.context.storage, results, sink, key=key)
 
 

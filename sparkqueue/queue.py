@@ -1,33 +1,36 @@
-"""`Queue`: the public face of one queue. It checks arguments, then hands off to the engine;
-single-message operations run on the broker's interpreting session (`QueueContext.quick`)."""
+"""`Queue`: the public face of one queue. It checks arguments, then hands off to the engine.
+
+Single-message operations run on the broker's engine (native or Spark, `QueueContext.tables`);
+the DataFrame methods load Spark's modules when they are called, so a broker without Spark never
+imports pyspark."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
-
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING, Any
 
 from .attributes import QueueAttributes
-from .engine import acknowledge, claim_df, inspect, inspect_df, lifecycle, rounds, send, send_df
+from .engine import inspect, lifecycle, rounds, send
 from .engine.context import QueueContext
-from .engine.moves import Mover
 from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist, QueueError
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
 from .model import BatchResult, ConsumeReport, Message, QueueStats, SentMessage
 from .rules.checks import (
+    check_fraction,
     check_int,
     check_list,
     check_queue_name,
     check_receipt_handles,
     check_seconds,
+    check_visibility_entries,
 )
 from .services import worker
-from .services.batches import QueueBatches
 from .services.buffered import BufferedQueue
 from .services.heartbeat import Heartbeat, check_interval
-from .services.sink import write_once
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 class Queue:
@@ -150,6 +153,8 @@ class Queue:
         delay_seconds: str | int | None = None,
     ) -> int:
         """Bulk send in one commit; returns the row count. Any invalid row: nothing is written."""
+        from .engine import send_df
+
         return send_df.send_df(
             self._ctx,
             self._ctx.record(self.name),
@@ -179,6 +184,8 @@ class Queue:
     def receive_df(self, max_messages: int, *, visibility_timeout: int | None = None) -> DataFrame:
         """Claims up to `max_messages` at once, in Spark; the returned DataFrame never claims again."""
         check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
+        from .engine import claim_df
+
         return claim_df.receive_df(
             self._ctx, self.name, max_messages, _visibility(visibility_timeout)
         )
@@ -198,7 +205,9 @@ class Queue:
         """Deletes the messages whose handles are in `df.receipt_handle`, in one transaction."""
         if "receipt_handle" not in df.columns:
             raise InvalidParameterValue("delete_df needs a DataFrame with a receipt_handle column")
-        return acknowledge.delete_df(self._ctx, self.name, df)
+        from .engine import acknowledge_df
+
+        return acknowledge_df.delete_df(self._ctx, self.name, df)
 
     # -- changing visibility ------------------------------------------------------------------------
 
@@ -214,26 +223,7 @@ class Queue:
 
     def change_visibility_batch(self, entries: Sequence[tuple[str, int]]) -> BatchResult:
         """Changes every entry's visibility in one transaction; each entry's outcome."""
-        entries = check_list("change_visibility_batch", entries, "(handle, seconds) pairs")
-        if not entries:
-            raise EmptyBatchRequest("change_visibility_batch needs at least one entry")
-        failed: dict[str, str] = {}
-        valid: list[tuple[str, int]] = []
-        for index, entry in enumerate(entries):
-            if not (
-                isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[0], str)
-            ):
-                raise InvalidParameterValue(
-                    f"entry {index}: expected a (receipt_handle, seconds) pair"
-                )
-            handle, seconds = entry
-            try:
-                check_int("visibility_timeout", seconds, 0, MAX_VISIBILITY_SECONDS)
-                valid.append((handle, seconds))
-            except InvalidParameterValue as error:
-                failed[handle] = error.code
-        if len({handle for handle, _ in valid}) < len(valid):
-            raise InvalidParameterValue("change_visibility_batch: a receipt handle appears twice")
+        valid, failed = check_visibility_entries("change_visibility_batch", entries)
         done = rounds.change_visibility_batch(self._ctx.quick, self.name, valid) if valid else None
         failed.update(done.failed if done else {})
         return BatchResult(successful=done.successful if done else [], failed=failed)
@@ -246,8 +236,13 @@ class Queue:
         check_int("visibility_timeout", visibility_timeout, 0, MAX_VISIBILITY_SECONDS)
         seconds = check_interval(visibility_timeout, interval)
         receipt_handles = [m.receipt_handle if isinstance(m, Message) else m for m in messages]
-        batches = QueueBatches(self._ctx, self.name)
-        return Heartbeat(batches.extend, receipt_handles, visibility_timeout, seconds)
+        ctx, name = self._ctx.quick, self.name
+        return Heartbeat(
+            lambda handles, seconds: rounds.extend(ctx, name, handles, seconds),
+            receipt_handles,
+            visibility_timeout,
+            seconds,
+        )
 
     def buffered(
         self,
@@ -263,35 +258,22 @@ class Queue:
         `flush_interval` s or at `max_pending` entries. A prefetched message is handed out only
         while at least `min_visibility_share` of its visibility timeout (the queue's, or
         `visibility_timeout`) is left; unserved ones are released when the client closes."""
-        if self._ctx.record(self.name).attributes.fifo:
+        record = self._ctx.record(self.name)
+        if record.attributes.fifo:
             raise InvalidParameterValue(
                 f"{self.name!r} is a FIFO queue: the buffered client serves standard queues only"
                 " (as SQS's does), since prefetching would hand one group's messages to several"
                 " callers at once; use receive() on FIFO queues"
             )
-        check_int("prefetch", prefetch, 1, MAX_RECEIVE)
-        check_int("max_pending", max_pending, 1, MAX_RECEIVE)
-        interval = check_seconds("flush_interval", flush_interval, allow_zero=False)
-        if (
-            isinstance(min_visibility_share, bool)
-            or not isinstance(min_visibility_share, (int, float))
-            or not 0 <= min_visibility_share < 1
-        ):
-            raise InvalidParameterValue(
-                f"min_visibility_share must be a number from 0 up to (not including) 1, got"
-                f" {min_visibility_share!r}"
-            )
         timeout = _visibility(visibility_timeout)
         return BufferedQueue(
             self._ctx,
             self.name,
-            prefetch=prefetch,
-            flush_interval=interval,
-            max_pending=max_pending,
-            visibility_timeout=self._ctx.record(self.name).attributes.visibility_timeout
-            if timeout is None
-            else timeout,
-            min_visibility_share=float(min_visibility_share),
+            prefetch=check_int("prefetch", prefetch, 1, MAX_RECEIVE),
+            flush_interval=check_seconds("flush_interval", flush_interval, allow_zero=False),
+            max_pending=check_int("max_pending", max_pending, 1, MAX_RECEIVE),
+            visibility_timeout=record.attributes.visibility_timeout if timeout is None else timeout,
+            min_visibility_share=check_fraction("min_visibility_share", min_visibility_share),
         )
 
     # -- worker loop and effectively-once results ---------------------------------------------------
@@ -319,6 +301,8 @@ class Queue:
         third of the timeout). Stops after `max_batches`, after `max_empty_polls` empty receives
         in a row (waiting `poll_interval` s between them), when `stop` is set, or on SIGINT/SIGTERM.
         """
+        from .services.batches import QueueBatches  # the worker loop's batches are DataFrames
+
         return worker.consume(
             QueueBatches(self._ctx, self.name),
             handler,
@@ -339,6 +323,8 @@ class Queue:
 
         Rows whose key the sink already holds are skipped, so a redelivered message adds nothing.
         """
+        from .services.sink import write_once
+
         write_once(self._ctx.storage, results, sink, key=key)
         return self.delete_df(batch)
 
@@ -364,6 +350,8 @@ class Queue:
                     f"messages of {self.name!r} can only move to a queue of the same type (FIFO"
                     f" or standard); {destination!r} is not"
                 )
+        from .engine.moves import Mover
+
         return Mover(self._ctx).move_back(record, destination, self._ctx.now(), max_messages)
 
     # -- inspecting ---------------------------------------------------------------------------------
@@ -375,6 +363,8 @@ class Queue:
     def peek_df(self, max_messages: int = 100) -> DataFrame:
         """Visible messages, oldest first, read without claiming them (for inspecting a DLQ)."""
         check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
+        from .engine import inspect_df
+
         return inspect_df.peek_df(self._ctx, self._ctx.record(self.name), max_messages)
 
     def peek(self, max_messages: int = 10) -> list[dict[str, Any]]:
@@ -384,6 +374,8 @@ class Queue:
         ctx = self._ctx.quick
         record = ctx.record(self.name)
         if record.attributes.fifo:  # Spark's, without never-delivered duplicates
+            from .engine import inspect_df
+
             return [dict(row) for row in inspect_df.peek_rows(ctx, record, max_messages)]
         return [dict(row) for row in inspect.peek(ctx, record, max_messages)]
 

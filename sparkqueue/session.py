@@ -9,8 +9,10 @@ import tempfile
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -57,6 +59,8 @@ def spark_session(**conf: str) -> SparkSession:
     """Returns the active session unchanged (Databricks, spark-submit, a fixture); a Spark Connect
     session when $SPARK_REMOTE names a server (`sc://host:port`), as pyspark itself reads it; else
     a local one."""
+    from pyspark.sql import SparkSession  # installed with sparkqueue[local], or by the platform
+
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -115,6 +119,8 @@ def _with_console_in_a_file(start: Callable[[], SparkSession]) -> SparkSession:
 
 
 def _submitted_session() -> SparkSession:
+    from pyspark.sql import SparkSession
+
     spark = SparkSession.builder.getOrCreate()
     if DELTA_EXTENSION not in (spark.conf.get("spark.sql.extensions", None) or ""):
         raise RuntimeError(

@@ -21,8 +21,9 @@ from ..rules import handles
 from ..rules.expr import col
 from ..store.dml import in_list
 from ..store.registry import QueueRecord
-from ..store.schema import CLAIMS_PARTITIONING, CLAIMS_SCHEMA, QUEUE_TABLE_PROPERTIES
+from ..store.schema import CLAIMS_PARTITIONING, QUEUE_TABLE_PROPERTIES
 from ..store.spark_exprs import to_column
+from ..store.spark_schema import CLAIMS_SCHEMA
 from . import fifo, ranges
 from .claim import claim_values, count_in_flight, is_deep, mark_deep
 from .conditions import claimable

@@ -29,8 +29,9 @@ from ..rules import handles
 from ..rules.expr import Expr, col, lit, null
 from ..store.dml import in_list
 from ..store.registry import QueueRecord
-from ..store.schema import MESSAGE_SCHEMA, QUEUE_WRITE_OPTIONS
+from ..store.schema import QUEUE_WRITE_OPTIONS
 from ..store.spark_exprs import to_column
+from ..store.spark_schema import MESSAGE_SCHEMA
 from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due, retire
 from .context import QueueContext
 from .fifo import ENTRY_ORDER, home_shard, in_entry_order, sequenced

@@ -139,6 +139,11 @@ def change_visibility(ctx: QueueContext, name: str, entries: list[tuple[str, int
     return outcomes
 
 
+def extend(ctx: QueueContext, name: str, receipt_handles: list[str], seconds: int) -> Outcomes:
+    """One heartbeat: every handle's visibility to `seconds` from now, in one ask."""
+    return change_visibility(ctx, name, [(handle, seconds) for handle in receipt_handles])
+
+
 def change_visibility_batch(
     ctx: QueueContext, name: str, entries: list[tuple[str, int]]
 ) -> BatchResult:

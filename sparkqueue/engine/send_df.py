@@ -27,7 +27,8 @@ from ..rules.checks import check_int
 from ..rules.ids import message_id_column
 from ..rules.validation import check_fifo_options, row_problem_column
 from ..store.registry import QueueRecord
-from ..store.schema import ATTRIBUTES_TYPE, MESSAGE_SCHEMA, QUEUE_WRITE_OPTIONS
+from ..store.schema import QUEUE_WRITE_OPTIONS
+from ..store.spark_schema import ATTRIBUTES_TYPE, MESSAGE_SCHEMA
 from . import fifo
 from .context import QueueContext
 from .fifo import ENTRY_ORDER, deduplication_column, home_shard, in_entry_order

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from ..errors import EmptyBatchRequest, InvalidParameterValue
-from ..limits import FIFO_SUFFIX, QUEUE_NAME_MAX_LENGTH
+from ..limits import FIFO_SUFFIX, MAX_VISIBILITY_SECONDS, QUEUE_NAME_MAX_LENGTH
 
 NAME_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{QUEUE_NAME_MAX_LENGTH}}}")
 
@@ -70,3 +70,48 @@ def check_receipt_handles(what: str, value: Any) -> list[str]:
         if not isinstance(handle, str):
             raise InvalidParameterValue(f"entry {index}: a receipt handle must be a str")
     return handles
+
+
+def check_sink(sink: object) -> str:
+    """A sink is a Delta table path (quoted with backticks, so it may hold none) or, for a broker
+    in catalog mode, a table name `schema.table` or `catalog.schema.table`."""
+    if not isinstance(sink, str) or not sink.strip() or "`" in sink:
+        raise InvalidParameterValue(
+            "sink must be a Delta table path or URI without backticks (or, in catalog mode, a"
+            f" table name `schema.table` or `catalog.schema.table`); got {sink!r}"
+        )
+    return sink
+
+
+def check_fraction(name: str, value: object) -> float:
+    """A number from 0 up to (not including) 1."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise InvalidParameterValue(
+            f"{name} must be a number from 0 up to (not including) 1, got {value!r}"
+        )
+    return float(value)
+
+
+def check_visibility_entries(
+    what: str, entries: object
+) -> tuple[list[tuple[str, int]], dict[str, str]]:
+    """A visibility batch's (handle, seconds) pairs: those in range, and the error code of each
+    handle whose seconds are not; a malformed, empty or repeating batch fails whole."""
+    pairs = check_list(what, entries, "(handle, seconds) pairs")
+    if not pairs:
+        raise EmptyBatchRequest(f"{what} needs at least one entry")
+    failed: dict[str, str] = {}
+    valid: list[tuple[str, int]] = []
+    for index, entry in enumerate(pairs):
+        if not (isinstance(entry, tuple | list) and len(entry) == 2 and isinstance(entry[0], str)):
+            raise InvalidParameterValue(f"entry {index}: expected a (receipt_handle, seconds) pair")
+        handle, seconds = entry
+        try:
+            valid.append(
+                (handle, check_int("visibility_timeout", seconds, 0, MAX_VISIBILITY_SECONDS))
+            )
+        except InvalidParameterValue as error:
+            failed[handle] = error.code
+    if len({handle for handle, _ in valid}) < len(valid):
+        raise InvalidParameterValue(f"{what}: a receipt handle appears twice")
+    return valid, failed

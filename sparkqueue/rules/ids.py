@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import TYPE_CHECKING
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 
 def _uuid7_layout(millis_hex: str, random_hex: str) -> str:
@@ -20,6 +21,8 @@ def new_message_id(sent_at_micros: int) -> str:
 
 def message_id_column(sent_at_micros: int) -> Column:
     """The same id shape, generated per row inside Spark for bulk sends."""
+    from pyspark.sql import functions as F
+
     random_hex = F.regexp_replace(F.expr("uuid()"), "-", "")
     millis_hex = f"{sent_at_micros // 1000:012x}"
     return F.concat(

@@ -4,14 +4,14 @@ in Spark (Java regular expressions) to `send_df` rows, so the two can never disa
 from __future__ import annotations
 
 import re
-from typing import Any
-
-from pyspark.sql import Column
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING, Any
 
 from ..attributes import QueueAttributes
 from ..errors import InvalidParameterValue, MissingParameter
 from ..limits import MAX_ATTRIBUTE_NAME_LENGTH, MAX_ATTRIBUTES, MAX_DELAY_SECONDS, MAX_ID_LENGTH
+
+if TYPE_CHECKING:  # the Spark twins below import pyspark when they are called (send_df)
+    from pyspark.sql import Column
 
 # SQS accepts #x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF in bodies and attribute values.
 ALLOWED_CHARACTERS = ((0x9, 0x9), (0xA, 0xA), (0xD, 0xD), (0x20, 0xD7FF), (0xE000, 0xFFFD),
@@ -184,6 +184,8 @@ def check_size(size: int, limit: int) -> None:
 
 
 def size_column(body: Column, attributes: Column) -> Column:
+    from pyspark.sql import functions as F
+
     attribute_bytes = F.aggregate(
         F.coalesce(F.map_entries(attributes), F.array()),
         F.lit(0),
@@ -201,6 +203,8 @@ def row_problem_column(
     max_message_bytes: int,
 ) -> Column:
     """Null for a valid row, else a sentence saying what is wrong with it."""
+    from pyspark.sql import functions as F
+
     bad_attribute = F.exists(
         F.coalesce(F.map_entries(attributes), F.array()),
         lambda e: (

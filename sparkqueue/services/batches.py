@@ -16,13 +16,13 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..engine import acknowledge, claim_df, rounds, visibility
+from ..engine import acknowledge_df, claim_df, rounds, visibility
 from ..engine.context import QueueContext
 from ..errors import InvalidParameterValue, ReceiptHandleIsInvalid
 from ..limits import EXCHANGE_MAX_BATCH
 from ..model import MESSAGE_FIELDS, BatchResult, Message
 from ..rules import handles
-from ..store.schema import MESSAGE_FRAME_SCHEMA
+from ..store.spark_schema import MESSAGE_FRAME_SCHEMA
 from .heartbeat import Heartbeat
 from .sink import write_once
 from .worker import Batch
@@ -100,13 +100,12 @@ class QueueBatches:
 
     def extend(self, receipt_handles: list[str], seconds: int) -> visibility.Outcomes:
         """One heartbeat: extends each handle and reports, per handle, the error or None."""
-        entries = [(handle, seconds) for handle in receipt_handles]
-        return rounds.change_visibility(self._ctx.quick, self.name, entries)
+        return rounds.extend(self._ctx.quick, self.name, receipt_handles, seconds)
 
     def delete_batch(self, receipt_handles: list[str]) -> BatchResult:
         """A whole `receive_df` batch goes by its claim (no list of literals); anything else,
         handle by handle."""
         claimed, self._claimed = self._claimed, None
         if claimed is not None and set(receipt_handles) == set(claimed.handles.values()):
-            return acknowledge.delete_df(self._ctx, self.name, claimed.frame)
+            return acknowledge_df.delete_df(self._ctx, self.name, claimed.frame)
         return rounds.delete_batch(self._ctx.quick, self.name, receipt_handles)

@@ -31,8 +31,8 @@ from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..model import QueueRedrive, RedriveReport
 from ..rules.expr import Expr, null
 from ..store.registry import QueueRecord
-from ..store.schema import METRICS_SCHEMA
 from ..store.spark_exprs import to_column
+from ..store.spark_schema import METRICS_SCHEMA
 from .settings import RedriveSettings
 from .upkeep import keep_up, tidy_table, trim_logs
 

@@ -11,19 +11,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..errors import InvalidParameterValue
+from ..rules.checks import check_sink
 from ..store import sql
 from ..store.storage import Storage
-
-
-def check_sink(sink: object) -> str:
-    """A sink is a Delta table path (quoted with backticks, so it may hold none) or, for a broker
-    in catalog mode, a table name `schema.table` or `catalog.schema.table`."""
-    if not isinstance(sink, str) or not sink.strip() or "`" in sink:
-        raise InvalidParameterValue(
-            "sink must be a Delta table path or URI without backticks (or, in catalog mode, a"
-            f" table name `schema.table` or `catalog.schema.table`); got {sink!r}"
-        )
-    return sink
 
 
 def write_once(

@@ -23,9 +23,8 @@ from typing import Any, Protocol
 from ..errors import HeartbeatFailed, InvalidParameterValue
 from ..limits import MAX_RECEIVE_DF
 from ..model import BatchResult, ConsumeReport
-from ..rules.checks import check_int, check_seconds
+from ..rules.checks import check_int, check_seconds, check_sink
 from .heartbeat import check_interval
-from .sink import check_sink
 
 Handler = Callable[[Any], Any]
 MIN_HEARTBEAT_SECONDS = 0.05

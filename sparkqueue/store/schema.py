@@ -1,18 +1,7 @@
-"""The tables a broker keeps: their schemas, partitioning and Delta table properties."""
+"""The tables a broker keeps: their columns, partitioning and Delta table properties (each
+engine builds its own schema types from the columns: spark_schema.py, native_tables.py)."""
 
 from __future__ import annotations
-
-from pyspark.sql.types import (
-    BooleanType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
 from ..limits import (
     CHECKPOINT_INTERVAL,
@@ -20,7 +9,6 @@ from ..limits import (
     LOG_RETENTION_HOURS,
     QUEUE_ROWS_PER_FILE,
 )
-from ..model import MESSAGE_FIELDS
 
 # Every table's columns as (name, type, nullable), the one definition both engines build from.
 Columns = tuple[tuple[str, str, bool], ...]
@@ -50,56 +38,31 @@ REGISTRY_COLUMNS: Columns = (
     ("secret", "string", False),
     ("location", "string", False),
 )
-_SPARK_TYPES = {
-    "int": IntegerType(),
-    "long": LongType(),
-    "string": StringType(),
-    "map": MapType(StringType(), StringType()),
-    "timestamp": TimestampType(),
-    "double": DoubleType(),
-    "boolean": BooleanType(),
-}
-
-
-def spark_schema(columns: Columns) -> StructType:
-    return StructType([StructField(n, _SPARK_TYPES[t], nullable) for n, t, nullable in columns])
-
-
-MESSAGE_SCHEMA = spark_schema(MESSAGE_COLUMNS)
-ATTRIBUTES_TYPE = MESSAGE_SCHEMA["attributes"].dataType
-# What receive_df returns and the worker loop hands to a handler: one column per Message field.
-MESSAGE_FRAME_SCHEMA = StructType([MESSAGE_SCHEMA[name] for name in MESSAGE_FIELDS])
 MESSAGE_PARTITIONING = ("shard",)
 
 # What receive_df stages per claim: the claimed rows as they will be, plus what the claim expects.
-CLAIMS_SCHEMA = StructType(
-    [
-        *MESSAGE_SCHEMA.fields,
-        StructField("expected_count", IntegerType(), False),
-        StructField("claim_id", StringType(), False),
-    ]
+CLAIMS_COLUMNS: Columns = (
+    *MESSAGE_COLUMNS,
+    ("expected_count", "int", False),
+    ("claim_id", "string", False),
 )
 CLAIMS_PARTITIONING = ("claim_id",)
 
-REGISTRY_SCHEMA = spark_schema(REGISTRY_COLUMNS)
-
-METRICS_SCHEMA = StructType(
-    [
-        StructField("queue", StringType(), False),
-        StructField("pass_at", TimestampType(), False),
-        StructField("visible", LongType(), False),
-        StructField("in_flight", LongType(), False),
-        StructField("delayed", LongType(), False),
-        StructField("awaiting_dead_letter", LongType(), False),
-        StructField("oldest_age_seconds", DoubleType(), False),
-        StructField("moved_to_dead_letter", LongType(), False),
-        StructField("released", LongType(), False),
-        StructField("expired_by_retention", LongType(), False),
-        StructField("duration_seconds", DoubleType(), False),
-        StructField("upkeep", BooleanType(), False),
-        StructField("active_files", LongType(), False),
-        StructField("table_bytes", LongType(), False),
-    ]
+METRICS_COLUMNS: Columns = (
+    ("queue", "string", False),
+    ("pass_at", "timestamp", False),
+    ("visible", "long", False),
+    ("in_flight", "long", False),
+    ("delayed", "long", False),
+    ("awaiting_dead_letter", "long", False),
+    ("oldest_age_seconds", "double", False),
+    ("moved_to_dead_letter", "long", False),
+    ("released", "long", False),
+    ("expired_by_retention", "long", False),
+    ("duration_seconds", "double", False),
+    ("upkeep", "boolean", False),
+    ("active_files", "long", False),
+    ("table_bytes", "long", False),
 )
 
 

@@ -16,8 +16,9 @@ from pyspark.sql.types import TimestampType
 from ..clock import from_micros
 from ..rules.expr import Expr
 from .counts import Counts
-from .schema import QUEUE_WRITE_OPTIONS, Columns, spark_schema
+from .schema import QUEUE_WRITE_OPTIONS, Columns
 from .spark_exprs import to_column
+from .spark_schema import spark_schema
 from .statements import MESSAGE_KEY, Row
 from .storage import Storage
 from .tables import Layout

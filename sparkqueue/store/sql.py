@@ -7,11 +7,12 @@ so statements carry no message, attribute or other user text.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pyspark.sql.types import StructField, StructType
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParameterValue
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructField, StructType
 
 
 def check_path(path: Any, what: str = "path") -> str:

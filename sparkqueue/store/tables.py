@@ -12,14 +12,15 @@ import os
 import re
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
-
-from delta.tables import DeltaTable
-from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 
 from ..errors import InvalidParameterValue, SchemaDoesNotExist
 from . import sql
+
+if TYPE_CHECKING:  # Spark's parts; a broker without Spark (the native engine) never loads them
+    from delta.tables import DeltaTable
+    from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 
 # A catalog or schema name as Unity Catalog and Spark's session catalog both accept it.
 _NAME_PART = re.compile(r"[A-Za-z0-9_-]{1,255}")
@@ -63,6 +64,8 @@ class Table:
 
     def delta(self, spark: SparkSession) -> DeltaTable:
         """Delta's handle on the table (classic sessions only)."""
+        from delta.tables import DeltaTable
+
         if self.named:
             return DeltaTable.forName(spark, self.sql)
         return DeltaTable.forPath(spark, self.address)
@@ -102,6 +105,8 @@ def check_catalog_schema(catalog: object) -> tuple[str, ...]:
 def open_catalog(spark: SparkSession, catalog: str) -> CatalogLayout:
     """The layout of a broker on the catalog schema `catalog`, which must exist: a broker never
     creates schemas, whose owner, location and grants are its administrator's to choose."""
+    from pyspark.errors import AnalysisException
+
     parts = check_catalog_schema(catalog)
     if len(parts) == 1:
         parts = (spark.catalog.currentCatalog(), *parts)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -13,36 +15,42 @@ from typing import TypeVar
 
 from ..errors import TransactionConflict
 
-CONFLICT_CLASSES: tuple[type[BaseException], ...] = ()
-try:  # the classes differ across Delta versions and clients; SQLSTATE 2D521 covers the rest
-    import delta.exceptions as delta_errors
-
-    CONFLICT_CLASSES += tuple(getattr(delta_errors, name) for name in delta_errors.__all__)
-except ImportError:  # pragma: no cover - Databricks runtimes ship their own delta package
-    pass
-try:  # the native engine's: a commit that lost to a concurrent one
-    from deltalake.exceptions import CommitFailedError
-
-    CONFLICT_CLASSES += (CommitFailedError,)
-except ImportError:  # pragma: no cover - installs without the native engine
-    pass
-try:
-    from pyspark.errors import PySparkException
-except ImportError:  # pragma: no cover - a native-only install
-    PySparkException = ()  # type: ignore[assignment,misc]
-
 CONFLICT_SQLSTATE = "2D521"
-# Raised from inside a claim's UPDATE or MERGE (see fifo.unless_stale) when rows it read changed before it began.
+# Raised from inside a claim's UPDATE or MERGE (spark_exprs.unless_stale_column) when rows it read
+# changed before it began.
 STALE_READ_MARKER = "sparkqueue: stale read, retry"
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
+@functools.cache
+def conflict_classes(spark_loaded: bool) -> tuple[type[BaseException], ...]:
+    """Delta's conflict exceptions of both engines, looked up at the first failure, Spark's only
+    once pyspark is loaded (a process of the native engine alone never imports it)."""
+    found: list[type[BaseException]] = []
+    try:  # the native engine's: a commit that lost to a concurrent one
+        from deltalake.exceptions import CommitFailedError
+
+        found.append(CommitFailedError)
+    except ImportError:  # pragma: no cover - installs without the native engine
+        pass
+    if spark_loaded:  # Spark's classes differ across versions and clients
+        try:
+            import delta.exceptions as delta_errors
+
+            found += [getattr(delta_errors, name) for name in delta_errors.__all__]
+        except ImportError:  # pragma: no cover - Databricks runtimes ship their own package
+            pass
+    return tuple(found)
+
+
 def is_commit_conflict(error: BaseException) -> bool:
-    """True for every flavour of Delta's optimistic-concurrency failure, and for our own guard's."""
-    if isinstance(error, CONFLICT_CLASSES):
+    """True for every flavour of Delta's optimistic-concurrency failure, and for our own guard's
+    (SQLSTATE 2D521 covers Spark's classes this lookup does not know)."""
+    if isinstance(error, conflict_classes("pyspark" in sys.modules)):
         return True
-    if isinstance(error, PySparkException):
+    spark_error = sys.modules.get("pyspark.errors")
+    if spark_error is not None and isinstance(error, spark_error.PySparkException):
         return error.getSqlState() == CONFLICT_SQLSTATE or STALE_READ_MARKER in str(error)
     return False
 

@@ -62,7 +62,8 @@ def test_a_queue_table_of_an_older_version_gains_the_new_columns(spark, tmp_path
     from pyspark.sql.types import StructType
 
     from sparkqueue import Broker
-    from sparkqueue.store.schema import MESSAGE_SCHEMA, QUEUE_TABLE_PROPERTIES
+    from sparkqueue.store.schema import QUEUE_TABLE_PROPERTIES
+    from sparkqueue.store.spark_schema import MESSAGE_SCHEMA
 
     root = str(tmp_path / "root")
     broker = Broker(spark, root)
@@ -85,7 +86,7 @@ def test_threads_creating_one_table_never_clear_each_others_creation(broker, que
     in two threads of one process at once, one could clear the log of the other's creation under
     way. Creations of one table now run alone; the test counts creations inside at once."""
     from sparkqueue.store import storage as storage_module
-    from sparkqueue.store.schema import MESSAGE_SCHEMA
+    from sparkqueue.store.spark_schema import MESSAGE_SCHEMA
 
     from .helpers import run_threads
 

@@ -11,7 +11,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from sparkqueue.engine import acknowledge
+from sparkqueue.engine import acknowledge_df
 from sparkqueue.errors import InvalidParameterValue
 from sparkqueue.services import batches
 from sparkqueue.services.sink import write_once
@@ -204,8 +204,8 @@ def test_batches_too_big_to_exchange_are_deleted_by_their_claim(queue, spark, mo
     monkeypatch.setattr(batches, "EXCHANGE_MAX_BATCH", 5)
     queue.send_df(spark.range(25).select(F.col("id").cast("string").alias("body")))
     by_claim = []
-    delete_df = acknowledge.delete_df
-    monkeypatch.setattr(acknowledge, "delete_df", lambda *a: by_claim.append(1) or delete_df(*a))
+    delete_df = acknowledge_df.delete_df
+    monkeypatch.setattr(acknowledge_df, "delete_df", lambda *a: by_claim.append(1) or delete_df(*a))
 
     def handler(batch):
         return batch.select("message_id", (F.col("body") != "7").alias("succeeded"))
