@@ -62,6 +62,10 @@ class Service:
                 self._spark = self.open_spark()
             return self._spark
 
+    def broker_for(self, fifo: bool) -> Broker:
+        """The broker that serves a queue of this kind (FIFO queues are Spark's)."""
+        return self.spark_broker() if fifo and self.broker.spark is None else self.broker
+
     def find(self, name: str) -> Queue | None:
         """The queue `name`, or None when there is none (or no queue could have that name)."""
         return self.queues.get(name)
@@ -70,7 +74,7 @@ class Service:
         try:
             queue = self.broker.get_queue(name)
             if self.broker.spark is None and queue.attributes["fifo"]:
-                return self.spark_broker().get_queue(name)  # FIFO queues are Spark's
+                return self.broker_for(fifo=True).get_queue(name)
             return queue
         except (QueueDoesNotExist, InvalidParameterValue):
             return None

@@ -17,7 +17,7 @@ from ..attributes import QueueAttributes
 from ..limits import DEEP_SHARD_ROWS, DEPTH_CHECK_SECONDS
 from ..model import Message
 from ..rules import handles
-from ..rules.expr import Call, Expr, as_string, coalesce, col, concat_ws, lit
+from ..rules.expr import Call, Expr, any_of, coalesce, col, lit
 from ..store.registry import QueueRecord
 from ..store.statements import Row
 from .conditions import claimable, in_flight
@@ -165,9 +165,16 @@ def _claim_rows(
 
 
 def still_claimable(found: list[Row], now: datetime, attrs: QueueAttributes) -> Expr:
-    """Candidates still as they were read (no receive since) and still claimable now."""
-    as_read = concat_ws(":", col("message_id"), as_string(col("receive_count"))).isin(
-        [f"{row.message_id}:{row.receive_count}" for row in found]
+    """Candidates still as they were read (no receive since) and still claimable now.
+
+    The ids are grouped by the receive count they were read with (usually one or two groups):
+    plain comparisons, because delta-rs re-plans a commit's predicate to check it against the
+    files a concurrent commit added, and a cast in it does not survive that round trip."""
+    by_count: dict[int, list[str]] = {}
+    for row in found:
+        by_count.setdefault(row.receive_count, []).append(row.message_id)
+    as_read = any_of(
+        [(col("receive_count") == n) & col("message_id").isin(ids) for n, ids in by_count.items()]
     )
     return as_read & claimable(now, attrs)
 

@@ -61,7 +61,8 @@ def ensure_table(ctx: QueueContext, record: QueueRecord) -> None:
 def open_table(ctx: QueueContext, record: QueueRecord) -> None:
     """A lookup's check of the queue's table: upgraded if an older version wrote it, never
     created (a lookup racing `delete_queue` must not bring back the table it dropped)."""
-    if not ctx.tables.upgrade_table(record.location, MESSAGE_COLUMNS):
+    tables = ctx.spark_tables if record.attributes.fifo and ctx.spark_tables else ctx.tables
+    if not tables.upgrade_table(record.location, MESSAGE_COLUMNS):
         raise QueueDoesNotExist(
             f"queue {record.name!r} is registered but has no table: its creation was interrupted"
             " (create_queue with the same attributes finishes it) or it is being deleted"

@@ -35,9 +35,11 @@ class ProcessLock:
         self._holders = 0
         self._fd: int | None = None
         self._acquired_at = 0.0
-        self._draining = False
+        self._draining = False  # newcomers wait: the holders have had their turn
         self._alone = False
         self._kind = SPARK  # the engine of the threads holding it now
+        self._waiting = {SPARK: 0, NATIVE: 0}  # threads of each engine waiting to enter
+        self._turn: str | None = None  # the engine whose waiters go next, once it is free
 
     @contextmanager
     def hold(self, kind: str = SPARK) -> Iterator[None]:
@@ -70,27 +72,42 @@ class ProcessLock:
                 self._cond.notify_all()
 
     def _enter(self, kind: str) -> None:
+        """Joins the holders of `kind`, or waits for them to be let in. Holders stop letting
+        their kind's newcomers in once they have held it MAX_SHARED_HOLD_SECONDS (so other
+        processes get their turn) or once the other engine waits (so it gets its turn at once
+        when they leave: `_turn`); waiters without the turn step back briefly after a drain,
+        letting a process blocked in flock(2) take the lock."""
         yielded = False
         while True:
             with self._cond:
-                while self._alone or self._draining or self._held_too_long() or self._other(kind):
-                    self._draining = self._draining or self._held_too_long() or self._other(kind)
-                    self._cond.wait()
-                    yielded = True
-                if self._holders == 0 and yielded:
+                self._waiting[kind] += 1
+                try:
+                    while self._blocked(kind):
+                        if self._holders:
+                            self._draining = True
+                        self._cond.wait()
+                        yielded = True
+                finally:
+                    self._waiting[kind] -= 1
+                if self._holders == 0 and yielded and self._turn != kind:
                     yielded = False
                 else:
                     if self._holders == 0:
                         self._fd = self._lock_file()
                         self._acquired_at = time.monotonic()
-                        self._kind = kind
+                        self._kind, self._turn = kind, None
+                        self._cond.notify_all()  # the other engine's waiters mark the drain
                     self._holders += 1
                     return
             time.sleep(0.005)  # after a drain, let a process blocked in flock(2) take the lock
 
-    def _other(self, kind: str) -> bool:
-        """Held by threads of the other engine."""
-        return bool(self._holders) and self._kind != kind
+    def _blocked(self, kind: str) -> bool:
+        if self._alone:
+            return True
+        if self._holders:
+            return self._kind != kind or self._draining or self._held_too_long()
+        turn = self._turn  # the other engine's waiters go first (while there are any)
+        return turn is not None and turn != kind and self._waiting[turn] > 0
 
     def _held_too_long(self) -> bool:
         return (
@@ -112,6 +129,8 @@ class ProcessLock:
                 os.close(self._fd)
                 self._fd = None
                 self._draining = False
+                other = NATIVE if self._kind == SPARK else SPARK
+                self._turn = other if self._waiting[other] else None
                 self._cond.notify_all()
 
 

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 _VERSIONED = re.compile(r"^(\d{20})\.(?:json|crc|checkpoint\..+)$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")  # classic, single part: complete
-_ORPHAN = re.compile(r"^\..+\.tmp$")  # a write's temporary file, left by a killed process
+# A write's temporary file, left by a killed process: Spark's `.N.json.<uuid>.tmp` and
+# delta-rs's `_commit_<uuid>.json.tmp`.
+_ORPHAN = re.compile(r"^(?:\..+|_commit_[0-9a-f-]+\.json)\.tmp$")
 
 
 @dataclass(frozen=True)

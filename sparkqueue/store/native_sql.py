@@ -37,8 +37,8 @@ def to_sql(expr: Expr) -> str:
         return f"(NOT {args[0]})"
     if op == "is_null":
         return f"({args[0]} IS NULL)"
-    if op == "in":
-        return f"({args[0]} IN ({', '.join(args[1:])}))"
+    if op == "in":  # an empty list matches nothing, as Spark's isin([]) (SQL has no `IN ()`)
+        return f"({args[0]} IN ({', '.join(args[1:])}))" if args[1:] else "FALSE"
     if op == "micros":
         return f"arrow_cast({args[0]}, 'Int64')"
     if op == "timestamp_of_micros":

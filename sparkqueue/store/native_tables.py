@@ -9,6 +9,7 @@ locking.py), so the two engines never write one log version twice.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 from collections.abc import Callable, Sequence
@@ -17,9 +18,10 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import pyarrow as pa
-from deltalake import DeltaTable, QueryBuilder, write_deltalake
+from deltalake import DeltaTable, PostCommitHookProperties, QueryBuilder, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from ..errors import UnsupportedOperation
 from ..rules.expr import Expr, col
 from .counts import Counts
 from .locking import NATIVE, ProcessLock, process_lock
@@ -31,6 +33,12 @@ from .tables import PathLayout
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+# Every write commits alone: delta-rs's own after-commit work (a checkpoint, log cleanup) would
+# raise its errors from a call whose commit landed, and a caller told "failed" would send again
+# (see `_after_commit`). Log cleanup on local roots is the redrive job's (logtrim.py).
+_NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
+DEFAULT_CHECKPOINT_INTERVAL = 100  # Delta's, for a table that does not set its own
 _ARROW_TYPES = {
     "int": pa.int32(),
     "long": pa.int64(),
@@ -130,12 +138,22 @@ class NativeTables:
         key: tuple[str, ...] = MESSAGE_KEY,
     ) -> Counts:
         table = self._open(address)
+        before = table.version()
         if values is None:
-            metrics = table.delete(to_sql(rows))
-            return Counts(known=True, deleted=int(metrics.get("num_deleted_rows", 0)))
-        updates = {quote_name(name): to_sql(value) for name, value in values.items()}
-        metrics = table.update(updates=updates, predicate=to_sql(rows))
-        return Counts(known=True, updated=int(metrics.get("num_updated_rows", 0)))
+            metrics = table.delete(to_sql(rows), post_commithook_properties=_NO_HOOKS)
+            counts = Counts(known=True, deleted=_metric(metrics, "num_deleted_rows"))
+        else:
+            types = {f.name: f.type for f in pa.schema(table.schema().to_arrow())}
+            updates = {
+                quote_name(name): _typed(to_sql(value), types[name])
+                for name, value in values.items()
+            }
+            metrics = table.update(
+                updates=updates, predicate=to_sql(rows), post_commithook_properties=_NO_HOOKS
+            )
+            counts = Counts(known=True, updated=_metric(metrics, "num_updated_rows"))
+        _after_commit(table, before)
+        return counts
 
     def change_where(
         self, address: str, rule: Expr, what: str, *, values: dict[str, Expr] | None = None
@@ -153,9 +171,14 @@ class NativeTables:
         self, address: str, columns: Columns, rows: list[dict[str, Any]], what: str
     ) -> None:
         frame = pa.Table.from_pylist([_arrow_row(row) for row in rows], arrow_schema(columns))
-        self.transact(
-            address, lambda: write_deltalake(self._uri(address), frame, mode="append"), what
-        )
+
+        def append() -> None:
+            table = self._open(address)
+            before = table.version()
+            write_deltalake(table, frame, mode="append", post_commithook_properties=_NO_HOOKS)
+            _after_commit(table, before)
+
+        self.transact(address, append, what)
 
     def insert_absent(
         self, address: str, columns: Columns, key: str, row: dict[str, Any]
@@ -163,12 +186,20 @@ class NativeTables:
         table = self._open(address)
         source = pa.Table.from_pylist([_arrow_row(row)], arrow_schema(columns))
         on = f"t.{quote_name(key)} = {_SOURCE}.{quote_name(key)}"
+        before = table.version()
         metrics = (
-            table.merge(source, on, source_alias=_SOURCE, target_alias="t")
+            table.merge(
+                source,
+                on,
+                source_alias=_SOURCE,
+                target_alias="t",
+                post_commithook_properties=_NO_HOOKS,
+            )
             .when_not_matched_insert_all()
             .execute()
         )
-        return Counts(known=True, inserted=int(metrics.get("num_target_rows_inserted", 0)))
+        _after_commit(table, before)
+        return Counts(known=True, inserted=_metric(metrics, "num_target_rows_inserted"))
 
     # -- tables -----------------------------------------------------------------------------------
 
@@ -221,6 +252,12 @@ class NativeTables:
         have = set(pa.schema(table.schema().to_arrow()).names)
         missing = [c for c in columns if c[0] not in have and c[2]]
         if missing:
+            features = table.protocol().writer_features or []
+            if "rowTracking" in features:  # a FIFO table: only Spark writes it
+                raise UnsupportedOperation(
+                    f"{address} was created by an older version and lacks columns; open it once"
+                    " with a Spark session (Broker(spark, root)) to add them"
+                )
             fields = arrow_schema(tuple(missing))
             table.alter.add_columns([_delta_field(field) for field in fields])
 
@@ -247,6 +284,42 @@ class NativeTables:
     def _process_lock(self, address: str) -> ProcessLock | None:
         lock_file = self._layout.lock_file(address)
         return None if lock_file is None else process_lock(lock_file)
+
+
+def _typed(sql: str, arrow_type: pa.DataType) -> str:
+    """A new value cast to its column's type. DataFusion widens `int + 1` to a 64-bit integer,
+    and delta-rs would write that wider type into the file, which Spark then cannot read."""
+    if pa.types.is_int32(arrow_type):
+        return f"arrow_cast({sql}, 'Int32')"
+    if pa.types.is_int64(arrow_type):
+        return f"arrow_cast({sql}, 'Int64')"
+    return sql
+
+
+def _metric(metrics: dict[str, Any], name: str) -> int:
+    """A count delta-rs reported (a missing one is an error, never a silent 0: callers decide
+    what happened from it)."""
+    if name not in metrics:
+        raise RuntimeError(f"delta-rs reported no {name!r}; it reported {sorted(metrics)}")
+    return int(metrics[name])
+
+
+def _after_commit(table: DeltaTable, before: int) -> None:
+    """A checkpoint when this commit is due one (`delta.checkpointInterval`), as Spark writes
+    them; its failure is logged, never raised: the commit itself has landed."""
+    version = table.version()
+    if version == before:
+        return  # nothing was committed (an UPDATE or DELETE that matched no row)
+    interval = int(
+        table.metadata().configuration.get("delta.checkpointInterval")
+        or DEFAULT_CHECKPOINT_INTERVAL
+    )
+    if version % interval:
+        return
+    try:
+        table.create_checkpoint()
+    except Exception as error:  # the next due version writes one again
+        log.warning("could not checkpoint %s at version %d: %s", table.table_uri, version, error)
 
 
 def _row(values: dict[str, Any]) -> Row:

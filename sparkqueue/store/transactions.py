@@ -48,7 +48,8 @@ def is_commit_conflict(error: BaseException) -> bool:
     """True for every flavour of Delta's optimistic-concurrency failure, and for our own guard's
     (SQLSTATE 2D521 covers Spark's classes this lookup does not know)."""
     if isinstance(error, conflict_classes("pyspark" in sys.modules)):
-        return True
+        # delta-rs raises CommitFailedError for refused table features too: those never pass
+        return type(error).__name__ != "CommitFailedError" or "concurrent" in str(error).lower()
     spark_error = sys.modules.get("pyspark.errors")
     if spark_error is not None and isinstance(error, spark_error.PySparkException):
         return error.getSqlState() == CONFLICT_SQLSTATE or STALE_READ_MARKER in str(error)

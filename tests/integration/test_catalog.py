@@ -47,7 +47,7 @@ def tables(spark, schema: str) -> set[str]:
 
 def test_queues_are_tables_of_the_schema_addressed_by_name(spark, schema, catalog_broker, clock):
     broker = catalog_broker
-    assert repr(broker) == f"Broker(catalog={schema!r})" and broker.root is None
+    assert repr(broker) == f"Broker(catalog={schema!r}, engine='spark')" and broker.root is None
     queue = broker.create_queue("Orders-1", visibility_timeout=60)
     location = broker.context.record("Orders-1").location
     table = location.rsplit(".", 1)[-1]

@@ -170,3 +170,44 @@ def test_native_operations_continue_after_the_log_is_trimmed(broker, clock):
     taken = queue.receive(5, visibility_timeout=VISIBILITY)
     queue.delete_batch([m.receipt_handle for m in taken])
     assert Broker(None, broker.root, clock=clock).get_queue("trimmed").stats().visible == 20
+
+
+def test_an_idempotent_copy_stays_idempotent_across_a_native_checkpoint(spark, broker, clock):
+    """A move's copy is a Spark write with a txnAppId (moves.py); when delta-rs wrote the newest
+    checkpoint, Spark must still find that id in it and skip the repeated copy."""
+    queue = broker.create_queue("copied")
+    location = broker.context.record("copied").location
+    frame = spark.createDataFrame(
+        [(0, "00000000-0000-7000-8000-000000000001", "b", clock(), clock(), 0)],
+        "shard int, message_id string, body string, sent_at timestamp, visible_at timestamp,"
+        " receive_count int",
+    )
+    options = {"txnAppId": "moving:test", "txnVersion": "1"}
+
+    def copy() -> None:
+        writer = frame.write.format("delta").mode("append").options(**options)
+        writer.save(location)
+
+    copy()
+    for i in range(25):  # a checkpoint by delta-rs, past the copy's commit
+        queue.send(f"n{i}")
+    log = _log_of(broker, "copied")
+    assert glob.glob(f"{log}/*.checkpoint.parquet")
+    copy()  # repeated after a crash: skipped
+    assert queue.stats().visible == 26
+
+
+def test_rows_the_native_engine_changed_are_read_by_spark_as_written(spark, broker, clock):
+    """A native claim writes `receive_count + 1`, which DataFusion computes as a 64-bit integer:
+    the file must still hold the column's own 32-bit type, or Spark cannot read it."""
+    queue = broker.create_queue("typed", visibility_timeout=30)
+    queue.send_batch(["a", "b"])
+    [first, _] = queue.receive(2)
+    queue.change_visibility(first.receipt_handle, 0)
+    location = broker.context.record("typed").location
+    rows = spark.read.format("delta").load(location).select("receive_count", "visible_at")
+    assert sorted(row.receive_count for row in rows.collect()) == [1, 1]
+    clock.advance(31)
+    by_spark = Broker(spark, broker.root, engine="spark", clock=clock).get_queue("typed")
+    again = by_spark.receive_df(10).collect()
+    assert sorted(row.receive_count for row in again) == [2, 2]

@@ -11,6 +11,7 @@ from sparkqueue.engine.asks import Answer
 from sparkqueue.engine.conditions import is_message
 from sparkqueue.engine.rounds import settle_and_claim
 from sparkqueue.rules import handles
+from sparkqueue.store.spark_exprs import to_column
 from tests.integration.helpers import queue_table
 
 
@@ -41,18 +42,18 @@ def test_one_commit_settles_the_finished_batch_and_claims_the_next(
     assert version(spark, queue) == before + 1
     assert second.superseded == frozenset()
     assert {m.body for m in first.claimed + second.claimed} == {"a", "b", "c", "d"}
-    left = queue_table(queue).where(is_message()).collect()
+    left = queue_table(queue).where(to_column(is_message())).collect()
     assert {(r.message_id, r.receipt_handle) for r in left} == {
         (m.message_id, m.receipt_handle) for m in second.claimed
     }
     assert [m.receive_count for m in second.claimed] == [1, 1]
-    tombstones = queue_table(queue).where(~is_message()).collect()
+    tombstones = queue_table(queue).where(~to_column(is_message())).collect()
     retired = {(m.message_id, "", None) for m in first.claimed} if statement == "update" else set()
     assert {(r.message_id, r.body, r.receipt_handle) for r in tombstones} == retired
     assert queue.stats().in_flight == 2 and queue.stats().visible == 0
     clock.advance(601)  # past the tombstones' lifetime: the redrive job drops them
     broker.redrive()
-    assert queue_table(queue).where(~is_message()).count() == 0
+    assert queue_table(queue).where(~to_column(is_message())).count() == 0
 
 
 def test_a_superseded_handle_is_reported_and_the_rest_still_happens(queue, clock, statement):
@@ -65,7 +66,7 @@ def test_a_superseded_handle_is_reported_and_the_rest_still_happens(queue, clock
 
     assert turn.superseded == {again.message_id}
     assert turn.claimed == []  # the other one was finished: retired, not claimed again
-    left = queue_table(queue).where(is_message()).collect()
+    left = queue_table(queue).where(to_column(is_message())).collect()
     assert [r.message_id for r in left] == [again.message_id]
 
 
@@ -95,7 +96,7 @@ def test_candidates_won_by_another_receiver_are_left_out(queue, monkeypatch, sta
 
     assert turn.superseded == frozenset()  # the finished message was deleted all the same
     assert len(turn.claimed) == 1 and turn.claimed[0].message_id != stolen[0]
-    left = queue_table(queue).where(is_message()).collect()
+    left = queue_table(queue).where(to_column(is_message())).collect()
     holders = {r.message_id: r.receipt_handle for r in left}
     assert holders == {
         stolen[0]: "theirs",

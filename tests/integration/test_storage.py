@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 
 from pyspark.sql import functions as F
 
+from sparkqueue import Broker
 from sparkqueue.limits import QUEUE_ROWS_PER_FILE
 from sparkqueue.store import sql
 
@@ -48,13 +49,16 @@ def test_queue_tables_have_no_deletion_vectors_and_small_files(broker, spark):
     assert last.operationMetrics.get("numDeletionVectorsAdded", "0") == "0"
 
 
-def test_a_commit_on_a_local_root_adds_two_log_entries(broker, queue):
-    """The commit file and Delta's checksum, without Hadoop's `.crc` sidecars for each."""
+def test_a_commit_on_a_local_root_adds_few_log_entries(spark, broker, queue, clock):
+    """Spark's commit file and Delta's checksum, without Hadoop's `.crc` sidecars for each; the
+    native engine's commit file alone."""
     log = Path(urlparse(broker.context.record("work").location).path) / "_delta_log"
-    before = set(os.listdir(log))
-    queue.send("one more commit")
-    added = set(os.listdir(log)) - before
-    assert sorted(Path(name).suffix for name in added) == [".crc", ".json"], added
+    by_spark = Broker(spark, broker.root, engine="spark", clock=clock).get_queue("work")
+    for sender, suffixes in ((by_spark, [".crc", ".json"]), (queue, [".json"])):
+        before = set(os.listdir(log))
+        sender.send("one more commit")
+        added = set(os.listdir(log)) - before
+        assert sorted(Path(name).suffix for name in added) == suffixes, added
 
 
 def test_a_queue_table_of_an_older_version_gains_the_new_columns(spark, tmp_path):

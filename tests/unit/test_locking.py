@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from sparkqueue.store.locking import ProcessLock
+from sparkqueue.store.locking import NATIVE, SPARK, ProcessLock
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ def run_threads(targets) -> None:
 
 LOCK_WORKER = """
 import sys, time
-from sparkqueue.store.locking import ProcessLock
+from sparkqueue.store.locking import NATIVE, SPARK, ProcessLock
 
 lock, counter = ProcessLock(sys.argv[1]), sys.argv[2]
 for _ in range(150):
@@ -98,3 +98,43 @@ def test_hold_alone_waits_for_the_threads_inside_and_keeps_newcomers_out(tmp_pat
     run_threads([lambda: transaction("first", 0.3), alone, late])
     assert events.index("alone in") > events.index("first out")  # waited for the one inside
     assert events.index("late in") > events.index("alone out")  # the newcomer waited for it
+
+
+def test_the_two_engines_of_one_process_take_turns_and_neither_starves(tmp_path):
+    """Threads of one engine share the lock; the two engines are never inside at once; and under
+    a steady stream of one engine's threads the other gets in at once when they leave."""
+    lock = ProcessLock(str(tmp_path / "locks" / "t.lock"))
+    inside: dict[str, int] = {SPARK: 0, NATIVE: 0}
+    guard = threading.Lock()
+    overlaps: list[tuple[int, int]] = []
+    waits: list[float] = []
+    stop = threading.Event()
+
+    def enter(kind: str) -> None:
+        with lock.hold(kind):
+            with guard:
+                inside[kind] += 1
+                if inside[SPARK] and inside[NATIVE]:
+                    overlaps.append((inside[SPARK], inside[NATIVE]))
+            time.sleep(0.002)
+            with guard:
+                inside[kind] -= 1
+
+    deadline = time.monotonic() + 30  # a starved engine fails the test rather than hanging it
+
+    def native_stream() -> None:
+        while not stop.is_set() and time.monotonic() < deadline:
+            enter(NATIVE)
+
+    def spark_turns() -> None:
+        try:
+            for _ in range(20):
+                started = time.monotonic()
+                enter(SPARK)
+                waits.append(time.monotonic() - started)
+        finally:
+            stop.set()
+
+    run_threads([native_stream] * 3 + [spark_turns])
+    assert overlaps == []
+    assert len(waits) == 20 and max(waits) < 0.5, max(waits)

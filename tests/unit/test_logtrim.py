@@ -64,9 +64,10 @@ def test_older_checkpoints_go_and_multi_part_ones_never_anchor():
 
 
 def test_abandoned_temporary_files_go_once_old():
-    orphan = ".00000000000000000007.json.0f3c.tmp"
-    entries = [LogEntry(orphan, OLD), LogEntry(".young.tmp", NOW)]
-    assert expired(entries, NOW, KEEP) == [orphan]
+    orphan = ".00000000000000000007.json.0f3c.tmp"  # Spark's
+    native = "_commit_1b4e28ba-2fa1-11d2-883f-0016d3cca427.json.tmp"  # delta-rs's
+    entries = [LogEntry(orphan, OLD), LogEntry(native, OLD), LogEntry(".young.tmp", NOW)]
+    assert expired(entries, NOW, KEEP) == [orphan, native]
 
 
 def test_trim_deletes_from_a_folder_and_tolerates_a_missing_table(tmp_path):

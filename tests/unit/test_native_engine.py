@@ -55,6 +55,10 @@ def test_a_literal_with_nul_is_refused_rather_than_cut():
         literal(lit("a\x00b"))
 
 
+def test_an_empty_in_list_matches_nothing_as_in_spark():
+    assert _evaluate(to_sql(lit(1).isin([]))) is False
+
+
 def test_column_names_are_quoted_and_never_read_as_sql():
     assert to_sql(col('x" OR 1=1 --') == "v") == '("x"" OR 1=1 --" = \'v\')'
 
@@ -162,4 +166,43 @@ def test_native_processes_share_a_queue_and_lose_nothing(broker):
         out, _ = child.communicate(timeout=300)
         assert child.returncode == 0
         taken += json.loads(out)
+    assert sorted(taken) == sorted(sent), Counter(taken).most_common(3)
+
+
+def test_a_producer_beside_consumers_loses_nothing_and_delivers_once(broker):
+    """Consumers' shared rounds commit beside the producer's appends to their shards: delta-rs
+    re-plans a round's predicate against each appended file, so the rules' predicates must
+    survive that (a cast in one failed every such round with "Invalid function 'utf8'")."""
+    queue = broker.create_queue("busy")
+    sent: list[str] = []
+    taken: list[str] = []
+    errors: list[BaseException] = []
+    producing = threading.Event()
+    producing.set()
+
+    def produce() -> None:
+        for i in range(30):
+            sent.extend(queue.send_batch([f"p{i}-a", f"p{i}-b"]))
+        producing.clear()
+
+    def consume() -> None:
+        try:
+            idle = 0
+            while producing.is_set() or idle < 2:
+                messages = queue.receive(2, visibility_timeout=3600)
+                idle = 0 if messages else idle + 1
+                taken.extend(m.message_id for m in messages)
+                if messages:
+                    assert not queue.delete_batch([m.receipt_handle for m in messages]).failed
+        except BaseException as error:
+            errors.append(error)
+            producing.clear()
+
+    threads = [threading.Thread(target=produce)]
+    threads += [threading.Thread(target=consume) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
     assert sorted(taken) == sorted(sent), Counter(taken).most_common(3)
