@@ -190,7 +190,8 @@ def claim_values(now: datetime, visible_at: datetime) -> dict[str, Expr]:
     both resolve them against the target)."""
     return {
         "visible_at": lit(visible_at),
-        "receive_count": col("receive_count") + 1,
+        # A typed 1: DataFusion would widen `int + 1` to 64 bits and delta-rs write that type.
+        "receive_count": col("receive_count") + lit(1, "int"),
         "first_received_at": coalesce(col("first_received_at"), lit(now)),
         "handle_issued_at": lit(now),
     }

@@ -74,7 +74,7 @@ def expired_in_flight(now: datetime) -> Expr:
 def tombstone_values() -> dict[str, Expr]:
     """An emptied row in the tombstone shard that keeps its id, deduplication id and send time."""
     return {
-        "shard": lit(TOMBSTONE_SHARD),
+        "shard": lit(TOMBSTONE_SHARD, "int"),  # typed: the column's own 32 bits in every engine
         "body": lit(""),
         "attributes": null("map"),
         "attribute_types": null("map"),

@@ -143,11 +143,7 @@ class NativeTables:
             metrics = table.delete(to_sql(rows), post_commithook_properties=_NO_HOOKS)
             counts = Counts(known=True, deleted=_metric(metrics, "num_deleted_rows"))
         else:
-            types = {f.name: f.type for f in pa.schema(table.schema().to_arrow())}
-            updates = {
-                quote_name(name): _typed(to_sql(value), types[name])
-                for name, value in values.items()
-            }
+            updates = {quote_name(name): to_sql(value) for name, value in values.items()}
             metrics = table.update(
                 updates=updates, predicate=to_sql(rows), post_commithook_properties=_NO_HOOKS
             )
@@ -284,16 +280,6 @@ class NativeTables:
     def _process_lock(self, address: str) -> ProcessLock | None:
         lock_file = self._layout.lock_file(address)
         return None if lock_file is None else process_lock(lock_file)
-
-
-def _typed(sql: str, arrow_type: pa.DataType) -> str:
-    """A new value cast to its column's type. DataFusion widens `int + 1` to a 64-bit integer,
-    and delta-rs would write that wider type into the file, which Spark then cannot read."""
-    if pa.types.is_int32(arrow_type):
-        return f"arrow_cast({sql}, 'Int32')"
-    if pa.types.is_int64(arrow_type):
-        return f"arrow_cast({sql}, 'Int64')"
-    return sql
 
 
 def _metric(metrics: dict[str, Any], name: str) -> int:

@@ -12,17 +12,22 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import QueryBuilder
 
 from sparkqueue import Broker
+from sparkqueue.engine import rounds
 from sparkqueue.errors import (
     InvalidParameterValue,
     ReceiptHandleIsInvalid,
     UnsupportedOperation,
 )
+from sparkqueue.rules import handles
 from sparkqueue.rules.expr import col, lit
 from sparkqueue.store.native_sql import literal, to_sql
+from sparkqueue.store.native_tables import arrow_schema
+from sparkqueue.store.schema import MESSAGE_COLUMNS
 from sparkqueue.testing import FakeClock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -206,3 +211,31 @@ def test_a_producer_beside_consumers_loses_nothing_and_delivers_once(broker):
         thread.join()
     assert errors == []
     assert sorted(taken) == sorted(sent), Counter(taken).most_common(3)
+
+
+def test_every_file_the_native_engine_writes_keeps_the_columns_types(broker, clock):
+    """DataFusion widens `int + 1` and an untyped -1 to 64-bit integers; a file holding those
+    would be unreadable by Spark (which maps the table's int to 32 bits). Every write here:
+    sends, a claim, a shared round (a retirement beside claims), releases, deletes, a purge."""
+    queue = broker.create_queue("typed", visibility_timeout=30)
+    queue.send_batch([f"m{i}" for i in range(6)])
+    first, second = queue.receive(2)
+    ctx, record = broker.context, broker.context.record("typed")
+    finished = [handles.parse(record.secret, first.receipt_handle)]
+    rounds.settle_and_claim(ctx, record, finished, 2, 30)  # one UPDATE: retire and claim
+    queue.change_visibility(second.receipt_handle, 0)
+    clock.advance(31)
+    queue.delete_batch([m.receipt_handle for m in queue.receive(3)])
+    queue.purge()
+    expected = {f.name: f.type for f in arrow_schema(MESSAGE_COLUMNS) if f.name != "shard"}
+    folder = record.location.removeprefix("file:")
+    files = list(Path(folder).rglob("*.parquet"))
+    assert len(files) >= 4
+    for path in files:
+        written = pq.read_schema(path)
+        for name, wanted in expected.items():
+            got = written.field(name).type
+            if pa.types.is_string(wanted):
+                assert pa.types.is_string(got) or pa.types.is_string_view(got), (path, name, got)
+            else:
+                assert got == wanted, (path.name, name, got)
