@@ -79,6 +79,10 @@ EXCHANGE_UPDATE_MAX_ROWS = 200
 # A shared round carries the oldest waiting operations up to this many rows (an operation larger
 # than that runs alone): four worker loops at batch 10,000 share one commit.
 ROUND_MAX_ROWS = 2 * 4 * 10_000
+# The native engine's rounds are one delta-rs UPDATE at every size; one that mixes retirements
+# and claims of ~10,000 rows each overflowed delta-rs's stack (measured, deltalake 1.6.6), so its
+# rounds carry up to this many rows, and a larger exchange retires and claims in two rounds.
+NATIVE_ROUND_MAX_ROWS = 4_000
 ATTRIBUTE_CACHE_SECONDS = 5.0  # as in SQS, attribute changes propagate within moments
 CLAIMS_KEPT = timedelta(days=1)  # receive_df results stay re-readable this long after the claim
 MOVE_HOLD = timedelta(hours=12)  # how long a marked row stays hidden if its move is interrupted

@@ -137,7 +137,7 @@ def load(
     """Consumers receive(10) + delete_batch for a while; every delivery is checked afterwards.
     With `prefetch`, they share one buffered client with that prefetch."""
     queue = broker.create_queue(name)
-    rate = 20 if prefetch is None else 1_500  # a backlog the consumers cannot run dry
+    rate = 1_500  # a backlog the consumers cannot run dry (the native engine's are fast)
     backlog = int(sizes.load_seconds * rate * sizes.consumers) + 100
     queue.send_df(bodies(broker.spark, backlog))
     delivered: list[str] = []

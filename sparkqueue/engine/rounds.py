@@ -16,7 +16,12 @@ import time
 from collections.abc import Sequence
 
 from ..errors import OverLimit, ReceiptHandleIsInvalid
-from ..limits import EXCHANGE_UPDATE_MAX_ROWS, LONG_POLL_INTERVAL_SECONDS, ROUND_MAX_ROWS
+from ..limits import (
+    EXCHANGE_UPDATE_MAX_ROWS,
+    LONG_POLL_INTERVAL_SECONDS,
+    NATIVE_ROUND_MAX_ROWS,
+    ROUND_MAX_ROWS,
+)
 from ..model import BatchResult, Message
 from ..rules import handles
 from ..rules.handles import HandleRef
@@ -29,7 +34,13 @@ from .visibility import Outcomes
 
 def submit(ctx: QueueContext, record: QueueRecord, ask: Ask) -> Answer:
     """Runs `ask` in the queue's next round; returns this caller's own answer."""
-    committer = ctx.commits.of(record.location, _one if record.attributes.fifo else _fitting)
+    if record.attributes.fifo:
+        take = _one
+    elif ctx.tables_for(record).engine == "native":
+        take = _fitting_native
+    else:
+        take = _fitting
+    committer = ctx.commits.of(record.location, take)
     return committer.submit(ask, lambda asks: run_round(ctx, record, asks))
 
 
@@ -37,7 +48,11 @@ def _one(asks: Sequence[Ask]) -> int:
     return 1
 
 
-def _fitting(asks: Sequence[Ask]) -> int:
+def _fitting_native(asks: Sequence[Ask]) -> int:
+    return _fitting(asks, NATIVE_ROUND_MAX_ROWS)
+
+
+def _fitting(asks: Sequence[Ask], max_rows: int = ROUND_MAX_ROWS) -> int:
     """The oldest asks whose rows fit one round (a larger ask runs alone), up to the first that
     names a message an earlier one of the round names: that one waits for the next round, so
     that every caller gets the outcome it would get in a round of its own, in the order they
@@ -48,7 +63,7 @@ def _fitting(asks: Sequence[Ask]) -> int:
     for taken, ask in enumerate(asks):
         rows += ask.rows
         mine = ask.messages()
-        if rows > ROUND_MAX_ROWS or (taken and not named.isdisjoint(mine)):
+        if rows > max_rows or (taken and not named.isdisjoint(mine)):
             return taken
         named |= mine
     return len(asks)
@@ -158,5 +173,11 @@ def change_visibility_batch(
 def settle_and_claim(
     ctx: QueueContext, record: QueueRecord, finished: list[HandleRef], wanted: int, timeout: int
 ) -> Answer:
-    """The worker loop's step on a standard queue: retire the finished batch, claim the next."""
+    """The worker loop's step on a standard queue: retire the finished batch, claim the next (on
+    the native engine, in two rounds when together they would be more than one can carry)."""
+    big = len(finished) + wanted > NATIVE_ROUND_MAX_ROWS
+    if finished and big and ctx.tables_for(record).engine == "native":
+        retired = submit(ctx, record, Ask(retire=tuple(finished)))
+        claimed = submit(ctx, record, Ask(wanted=wanted, timeout=timeout))
+        return Answer(claimed=claimed.claimed, superseded=retired.superseded, error=claimed.error)
     return submit(ctx, record, Ask(retire=tuple(finished), wanted=wanted, timeout=timeout))

@@ -239,3 +239,39 @@ def test_every_file_the_native_engine_writes_keeps_the_columns_types(broker, clo
                 assert pa.types.is_string(got) or pa.types.is_string_view(got), (path, name, got)
             else:
                 assert got == wanted, (path.name, name, got)
+
+
+EXCHANGE = """
+import sys
+from sparkqueue import Broker
+from sparkqueue.engine import rounds
+from sparkqueue.rules import handles
+
+queue = Broker(None, sys.argv[1]).create_queue("big", visibility_timeout=600)
+for start in range(0, 20_000, 5_000):
+    queue.send_batch([f"m{i}" for i in range(start, start + 5_000)])
+ctx = queue._ctx
+record = ctx.record("big")
+first = rounds.settle_and_claim(ctx, record, [], 10_000, 600)
+finished = [handles.parse(record.secret, m.receipt_handle) for m in first.claimed]
+second = rounds.settle_and_claim(ctx, record, finished, 10_000, 600)
+assert len(first.claimed) == len(second.claimed) == 10_000
+assert not second.superseded and queue.stats().in_flight == 10_000
+print("ok")
+"""
+
+
+def test_a_worker_loops_exchange_of_10000_completes(tmp_path):
+    """One delta-rs UPDATE retiring 10,000 rows and claiming 10,000 overflowed delta-rs's stack
+    and killed the process; such an exchange now retires and claims in two rounds. In a child
+    process, so that a crash fails this test rather than the run."""
+    done = subprocess.run(
+        [sys.executable, "-c", EXCHANGE, str(tmp_path / "root")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "ok"
