@@ -176,12 +176,14 @@ class Broker:
         self, queues: Sequence[str] | None = None, *, settings: RedriveSettings | None = None
     ) -> RedriveReport:
         """One pass of the redrive job: dead-letter moves, releases, retention (and due upkeep)."""
+        self.context.needs_spark("the redrive job")
         from .services.redrive import Redrive  # Spark's job: loaded when it runs
 
         return Redrive(self.context, settings).run(queues)
 
     def redrive_metrics(self) -> DataFrame:
         """The redrive job's per-pass, per-queue metrics (depth, moves, timings) for dashboards."""
+        self.context.needs_spark("redrive_metrics")
         from .store.spark_schema import METRICS_SCHEMA
 
         table = self.context.storage.layout.metrics
@@ -192,6 +194,7 @@ class Broker:
         """Appends to the Delta table `sink` the rows whose `key` it lacks; returns rows written
         (None over Spark Connect). Keyed by message id, a redelivered message's results are never
         written twice."""
+        self.context.needs_spark("write_once")
         from .services.sink import write_once
 
         return write_once(self.context.storage, results, sink, key=key)

@@ -153,6 +153,7 @@ class Queue:
         delay_seconds: str | int | None = None,
     ) -> int:
         """Bulk send in one commit; returns the row count. Any invalid row: nothing is written."""
+        self._ctx.needs_spark("send_df")
         from .engine import send_df
 
         return send_df.send_df(
@@ -184,6 +185,7 @@ class Queue:
     def receive_df(self, max_messages: int, *, visibility_timeout: int | None = None) -> DataFrame:
         """Claims up to `max_messages` at once, in Spark; the returned DataFrame never claims again."""
         check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
+        self._ctx.needs_spark("receive_df")
         from .engine import claim_df
 
         return claim_df.receive_df(
@@ -205,6 +207,7 @@ class Queue:
         """Deletes the messages whose handles are in `df.receipt_handle`, in one transaction."""
         if "receipt_handle" not in df.columns:
             raise InvalidParameterValue("delete_df needs a DataFrame with a receipt_handle column")
+        self._ctx.needs_spark("delete_df")
         from .engine import acknowledge_df
 
         return acknowledge_df.delete_df(self._ctx, self.name, df)
@@ -301,6 +304,7 @@ class Queue:
         third of the timeout). Stops after `max_batches`, after `max_empty_polls` empty receives
         in a row (waiting `poll_interval` s between them), when `stop` is set, or on SIGINT/SIGTERM.
         """
+        self._ctx.needs_spark("consume")
         from .services.batches import QueueBatches  # the worker loop's batches are DataFrames
 
         return worker.consume(
@@ -323,6 +327,7 @@ class Queue:
 
         Rows whose key the sink already holds are skipped, so a redelivered message adds nothing.
         """
+        self._ctx.needs_spark("write_once")
         from .services.sink import write_once
 
         write_once(self._ctx.storage, results, sink, key=key)
@@ -350,6 +355,7 @@ class Queue:
                     f"messages of {self.name!r} can only move to a queue of the same type (FIFO"
                     f" or standard); {destination!r} is not"
                 )
+        self._ctx.needs_spark("start_message_move")
         from .engine.moves import Mover
 
         return Mover(self._ctx).move_back(record, destination, self._ctx.now(), max_messages)
@@ -363,6 +369,7 @@ class Queue:
     def peek_df(self, max_messages: int = 100) -> DataFrame:
         """Visible messages, oldest first, read without claiming them (for inspecting a DLQ)."""
         check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
+        self._ctx.needs_spark("peek_df")
         from .engine import inspect_df
 
         return inspect_df.peek_df(self._ctx, self._ctx.record(self.name), max_messages)
@@ -374,6 +381,7 @@ class Queue:
         ctx = self._ctx.quick
         record = ctx.record(self.name)
         if record.attributes.fifo:  # Spark's, without never-delivered duplicates
+            ctx.tables_for(record)  # says so when the broker has no Spark
             from .engine import inspect_df
 
             return [dict(row) for row in inspect_df.peek_rows(ctx, record, max_messages)]

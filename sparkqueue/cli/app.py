@@ -82,10 +82,11 @@ def open_queue(root: str | None, catalog: str | None, name: str) -> Any:
     """One queue of the resolved root or catalog: natively where that serves it, through Spark
     for a FIFO queue (its sequence numbers are Delta row ids, which only Spark writes)."""
     broker = open_broker(root, catalog)
-    queue = broker.get_queue(name)
-    if broker.spark is None and queue.attributes["fifo"]:
-        queue = open_broker(root, catalog, spark=True).get_queue(name)
-    return queue
+    if broker.spark is None:  # the registry says which engine opens the table
+        record = broker.context.registry.get(name)
+        if record is not None and record.attributes.fifo:
+            return open_broker(root, catalog, spark=True).get_queue(name)
+    return broker.get_queue(name)
 
 
 def command(function: F) -> F:

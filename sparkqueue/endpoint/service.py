@@ -59,7 +59,13 @@ class Service:
             if self._spark is None:
                 if self.open_spark is None:
                     raise UnsupportedOperation("this needs Spark, and the endpoint has no session")
-                self._spark = self.open_spark()
+                try:
+                    self._spark = self.open_spark()
+                except ImportError as error:
+                    raise UnsupportedOperation(
+                        f"this needs Spark, which is not installed here ({error}): install"
+                        " sparkqueue[local] beside the endpoint"
+                    ) from None
             return self._spark
 
     def broker_for(self, fifo: bool) -> Broker:
@@ -72,21 +78,23 @@ class Service:
 
     def _get_queue(self, name: str) -> Queue | None:
         try:
-            queue = self.broker.get_queue(name)
-            if self.broker.spark is None and queue.attributes["fifo"]:
-                return self.broker_for(fifo=True).get_queue(name)
-            return queue
+            if self.broker.spark is None:  # the registry says which engine opens the table
+                record = self.broker.context.registry.get(name)
+                if record is not None and record.attributes.fifo:
+                    return self.broker_for(fifo=True).get_queue(name)
+            return self.broker.get_queue(name)
         except (QueueDoesNotExist, InvalidParameterValue):
             return None
 
     def sources_of(self, dead_letter_queue: str) -> list[str]:
-        """The queues whose redrive policy names `dead_letter_queue`."""
-        return [
+        """The queues whose redrive policy names `dead_letter_queue`, from the registry alone
+        (opening each queue would start Spark for any FIFO queue on the root)."""
+        records = self.broker.context.registry.records(fresh=True)
+        return sorted(
             name
-            for name in self.broker.list_queues()
-            if (queue := self.find(name)) is not None
-            and queue.attributes["dead_letter_queue"] == dead_letter_queue
-        ]
+            for name, record in records.items()
+            if record.attributes.dead_letter_queue == dead_letter_queue
+        )
 
     def authentic(self, queue: Queue, handle: str) -> bool:
         """Whether `handle` is one this queue issued (current or not): SQS lets an old handle's

@@ -88,11 +88,11 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     rows, which is cheap on a shallow queue.
     """
     attrs = record.attributes
+    tables, location = ctx.tables_for(record), record.location
     if attrs.fifo:  # group prefixes, groups in an order of this receive's own
         from . import fifo
 
         return fifo.prefixes(ctx.read(record), now, attrs, wanted, COLLECTED)
-    tables, location = ctx.tables_for(record), record.location
     visible = claimable(now, attrs)
     first = random.randrange(attrs.shards)
     in_first = visible & (col("shard") == first)

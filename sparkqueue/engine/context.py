@@ -41,13 +41,19 @@ class QueueContext:
     @property
     def storage(self) -> Storage:
         """Spark's storage, for what only Spark does (DataFrames, FIFO reads, the redrive job)."""
+        self.needs_spark("this")
+        assert self.bulk is not None
+        return self.bulk
+
+    def needs_spark(self, what: str) -> None:
+        """Raises UnsupportedOperation, before anything of Spark's is loaded, when the broker
+        has no Spark session (pyspark may not even be installed)."""
         if self.bulk is None:
             raise UnsupportedOperation(
-                "this needs Spark, and the broker has no Spark session: create it with"
+                f"{what} needs Spark, and the broker has no Spark session: create it with"
                 " Broker(spark, root) (the native engine still serves every per-message"
                 " operation of standard queues)"
             )
-        return self.bulk
 
     @property
     def quick(self) -> QueueContext:

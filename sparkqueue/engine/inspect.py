@@ -30,12 +30,13 @@ def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
         "awaiting": living & visible & waiting,
     }
     oldest: Any = {"oldest_us": when([(living, micros(col("sent_at")))], null("long"))}
+    tables = ctx.tables_for(record)  # FIFO queues are Spark's: says so when there is none
     if attrs.fifo:  # without never-delivered duplicates: Spark's window over the sequence
         from .fifo import aggregate  # FIFO queues are Spark's (see QueueContext.tables_for)
 
         row = aggregate(ctx.read(record), counts, oldest)
     else:
-        row = ctx.tables_for(record).aggregate(record.location, counts, oldest)
+        row = tables.aggregate(record.location, counts, oldest)
     oldest = row["oldest_us"]
     age = max(0.0, (to_micros(now) - oldest) / 1e6) if oldest is not None else 0.0
     return QueueStats(

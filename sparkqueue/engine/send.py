@@ -93,10 +93,11 @@ def send_entries(
          "moved_from": None, "attribute_types": entry.attribute_types or None}
         for entry in entries
     ]  # fmt: skip
-    if record.attributes.fifo:  # FIFO queues are Spark's (see QueueContext.tables_for)
+    tables = ctx.tables_for(record)  # FIFO queues are Spark's: says so when there is none
+    if record.attributes.fifo:
         from .send_df import send_fifo_rows
 
         return send_fifo_rows(ctx, record, rows)
     what = f"sending to {record.name!r}"
-    ctx.tables_for(record).append_rows(record.location, MESSAGE_COLUMNS, rows, what)
+    tables.append_rows(record.location, MESSAGE_COLUMNS, rows, what)
     return [SentMessage(row["message_id"]) for row in rows]

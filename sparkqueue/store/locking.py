@@ -87,6 +87,9 @@ class ProcessLock:
                             self._draining = True
                         self._cond.wait()
                         yielded = True
+                except BaseException:  # an interrupt: others may wait on this thread's turn
+                    self._cond.notify_all()
+                    raise
                 finally:
                     self._waiting[kind] -= 1
                 if self._holders == 0 and yielded and self._turn != kind:

@@ -16,6 +16,10 @@ from typing import TypeVar
 from ..errors import TransactionConflict
 
 CONFLICT_SQLSTATE = "2D521"
+# delta-rs's CommitFailedError texts that no retry can change (every other one is a conflict:
+# a concurrent write, changed metadata or protocol, its own commit attempts used up).
+PERMANENT_COMMIT_FAILURES = ("unsupported", "features must be specified", "append-only",
+                             "append only", "evaluating predicate")  # fmt: skip
 # Raised from inside a claim's UPDATE or MERGE (spark_exprs.unless_stale_column) when rows it read
 # changed before it began.
 STALE_READ_MARKER = "sparkqueue: stale read, retry"
@@ -48,8 +52,11 @@ def is_commit_conflict(error: BaseException) -> bool:
     """True for every flavour of Delta's optimistic-concurrency failure, and for our own guard's
     (SQLSTATE 2D521 covers Spark's classes this lookup does not know)."""
     if isinstance(error, conflict_classes("pyspark" in sys.modules)):
-        # delta-rs raises CommitFailedError for refused table features too: those never pass
-        return type(error).__name__ != "CommitFailedError" or "concurrent" in str(error).lower()
+        # delta-rs raises CommitFailedError for what another attempt cannot fix too
+        text = str(error).lower()
+        return type(error).__name__ != "CommitFailedError" or not any(
+            permanent in text for permanent in PERMANENT_COMMIT_FAILURES
+        )
     spark_error = sys.modules.get("pyspark.errors")
     if spark_error is not None and isinstance(error, spark_error.PySparkException):
         return error.getSqlState() == CONFLICT_SQLSTATE or STALE_READ_MARKER in str(error)

@@ -67,3 +67,20 @@ def test_other_errors_are_not_retried():
 def test_backoff_is_jittered_and_bounded():
     policy = RetryPolicy(attempts=10, base_delay=0.02, max_delay=1.0)
     assert all(0 <= policy.delay(attempt) <= 1.0 for attempt in range(20) for _ in range(5))
+
+
+@pytest.mark.parametrize(
+    ("text", "retried"),
+    [
+        ("Failed to commit transaction: a concurrent transactions added new data", True),
+        ("Failed to commit transaction: Metadata changed since last commit.", True),
+        ("Protocol changed since last commit: reader versions", True),
+        ("Failed to commit transaction: 15", True),  # delta-rs's own attempts used up
+        ("Unsupported table features required: [RowTracking, DomainMetadata]", False),
+        ("Table is append-only", False),
+    ],
+)
+def test_the_native_engines_commit_failures_are_retried_unless_no_retry_can_help(text, retried):
+    from deltalake.exceptions import CommitFailedError
+
+    assert is_commit_conflict(CommitFailedError(text)) is retried

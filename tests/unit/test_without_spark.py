@@ -1,5 +1,6 @@
 """`pip install sparkqueue` without pyspark: the Python API, the command line and the SQS endpoint
-work on a local root, in a process where importing pyspark, py4j or delta-spark fails."""
+work on a local root, in a process where importing pyspark, py4j or delta-spark fails, and what
+needs Spark says so (UnsupportedOperation) instead of failing on an import."""
 
 from __future__ import annotations
 
@@ -49,6 +50,21 @@ with SqsEndpoint(Broker(None, root), port=0, access_keys=keys, redrive_every=0) 
     sqs.send_message(QueueUrl=url, MessageBody="over SQS")
     bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
 assert bodies == ["over SQS"], bodies
+from sparkqueue.errors import UnsupportedOperation
+spark_only = {
+    "receive_df": lambda: queue.receive_df(1),
+    "peek_df": lambda: queue.peek_df(),
+    "consume": lambda: queue.consume(lambda batch: None, max_batches=1),
+    "redrive": lambda: Broker(None, root).redrive(),
+    "fifo": lambda: Broker(None, root).create_queue("ordered.fifo", fifo=True),
+}
+for name, call in spark_only.items():
+    try:
+        call()
+    except UnsupportedOperation as error:
+        assert "Spark" in error.message, error.message
+    else:
+        raise AssertionError(f"{name} did not say it needs Spark")
 loaded = sorted(name for name in sys.modules if name.split(".")[0] in ("pyspark", "py4j", "delta"))
 assert loaded == [], loaded
 print("ok")
