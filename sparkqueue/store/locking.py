@@ -6,8 +6,8 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 # A process holds the lock while any of its threads commits; past this, newcomers let others in.
 MAX_SHARED_HOLD_SECONDS = 0.5
@@ -145,3 +145,14 @@ def process_lock(path: str) -> ProcessLock:
     """The one ProcessLock of this process for `path`, so every Broker on a root shares it."""
     with _locks_guard:
         return _locks.setdefault(path, ProcessLock(path))
+
+
+def commit_lock(
+    lock_file: str | None, kind: str, *, alone: bool = False
+) -> Callable[[], AbstractContextManager[object]]:
+    """What a transaction of engine `kind` holds around itself: the table's ProcessLock on a local
+    root (`alone`: with no other transaction in flight), nothing elsewhere."""
+    if lock_file is None:
+        return nullcontext
+    lock = process_lock(lock_file)
+    return lock.hold_alone if alone else lambda: lock.hold(kind)

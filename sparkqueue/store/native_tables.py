@@ -13,7 +13,6 @@ import logging
 import shutil
 import threading
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -24,7 +23,7 @@ from deltalake.exceptions import TableNotFoundError
 from ..errors import UnsupportedOperation
 from ..rules.expr import Expr, col
 from .counts import Counts
-from .locking import NATIVE, ProcessLock, process_lock
+from .locking import NATIVE, commit_lock
 from .logtrim import clear_unfinished_log
 from .native_sql import quote_name, to_sql
 from .schema import Columns
@@ -123,7 +122,7 @@ class NativeTables:
     ) -> T:
         return run_transaction(
             action,
-            lock=self._lock(address, alone),
+            lock=commit_lock(self._layout.lock_file(address), NATIVE, alone=alone),
             policy=self._policy,
             counter=self._conflicts,
             what=what,
@@ -270,16 +269,6 @@ class NativeTables:
     def _remember(self, address: str) -> None:
         with self._known_lock:
             self._known.add(address)
-
-    def _lock(self, address: str, alone: bool) -> Callable[[], AbstractContextManager[object]]:
-        lock = self._process_lock(address)
-        if lock is None:
-            return nullcontext
-        return lock.hold_alone if alone else lambda: lock.hold(NATIVE)
-
-    def _process_lock(self, address: str) -> ProcessLock | None:
-        lock_file = self._layout.lock_file(address)
-        return None if lock_file is None else process_lock(lock_file)
 
 
 def _metric(metrics: dict[str, Any], name: str) -> int:

@@ -12,7 +12,6 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,7 +23,7 @@ from ..limits import COMPACTED_FILE_BYTES
 from ..rules.expr import Expr
 from . import sql
 from .dml import Counts, Merge, change, in_list
-from .locking import ProcessLock, process_lock
+from .locking import SPARK, ProcessLock, commit_lock, process_lock
 from .logtrim import clear_unfinished_log, trim_log
 from .spark_exprs import to_column
 from .tables import Layout, Table
@@ -156,7 +155,7 @@ class Storage:
         root = self._root
         return run_transaction(
             action,
-            lock=self._lock(address, alone),
+            lock=commit_lock(self.layout.lock_file(address), SPARK, alone=alone),
             policy=root.policy,
             counter=root.conflicts,
             what=what,
@@ -325,12 +324,6 @@ class Storage:
     def _remember(self, address: str) -> None:
         with self._root.known_lock:
             self._root.known_tables.add(address)
-
-    def _lock(self, address: str, alone: bool) -> Callable[[], AbstractContextManager[object]]:
-        lock = self._process_lock(address)
-        if lock is None:
-            return nullcontext
-        return lock.hold_alone if alone else lock.hold
 
     def _process_lock(self, address: str) -> ProcessLock | None:
         """The cross-process commit lock of a table on a local root or schema (None elsewhere)."""
