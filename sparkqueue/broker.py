@@ -33,6 +33,7 @@ from .store.transactions import RetryPolicy
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from .store.native_tables import NativeTables
     from .store.storage import Storage
 
 ENGINES = ("auto", "spark", "native")
@@ -75,11 +76,17 @@ class Broker:
         storage = _spark_storage(spark, root, catalog, policy, engine)
         layout = storage.layout if storage is not None else PathLayout(str(root))
         spark_tables = None if storage is None else _spark_tables(storage)
-        tables = _native_tables(layout, policy, engine, storage) or spark_tables
+        native = _native_tables(layout, policy, engine, storage)
+        tables = native if native is not None and engine != "spark" else spark_tables
         assert tables is not None
         registry = Registry(tables, attribute_cache_seconds)
         self.context = QueueContext(
-            tables, registry, clock or wall_clock, bulk=storage, spark_tables=spark_tables
+            tables,
+            registry,
+            clock or wall_clock,
+            bulk=storage,
+            spark_tables=spark_tables,
+            native=native,
         )
 
     def __repr__(self) -> str:
@@ -115,7 +122,7 @@ class Broker:
 
     def _all_tables(self) -> list[Tables]:
         ctx = self.context
-        return [ctx.tables] + ([ctx.spark_tables] if ctx.spark_tables is not None else [])
+        return [t for t in (ctx.tables, ctx.spark_tables, ctx.native) if t is not None]
 
     def create_queue(
         self,
@@ -229,10 +236,9 @@ def _spark_tables(storage: Storage) -> Tables:
 
 def _native_tables(
     layout: object, policy: RetryPolicy, engine: str, storage: Storage | None
-) -> Tables | None:
-    """The native engine, where it is chosen (or "auto" and it can write the root)."""
-    if engine == "spark":
-        return None
+) -> NativeTables | None:
+    """The native engine wherever it can write the root: the broker's engine where it is chosen
+    (or "auto"), and under an explicit "spark" still the writer of the FIFO tables it numbers."""
     from .store.native_tables import NativeTables, is_native_root
 
     if not is_native_root(layout):
@@ -242,7 +248,7 @@ def _native_tables(
                 f" Spark session and engine='spark' or 'auto' for {layout}"
             )
         return None
-    if engine == "auto" and storage is not None and storage.connect:
+    if engine != "native" and storage is not None and storage.connect:
         return None  # a Spark Connect session: its server writes the tables
     assert isinstance(layout, PathLayout)
     return NativeTables(layout, policy)

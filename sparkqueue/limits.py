@@ -101,3 +101,5 @@ LOG_RETENTION_HOURS = 48
 LOCAL_LOG_MINUTES = 5
 CHECKPOINT_INTERVAL = 20
 REDRIVE_EVERY_SECONDS = 60
+# The most rows one shared append carries for the concurrent sends of one broker (engine/send.py).
+SEND_ROUND_MAX_ROWS = 10_000

@@ -380,7 +380,7 @@ class Queue:
         check_int("max_messages", max_messages, 1, MAX_RECEIVE)
         ctx = self._ctx.quick
         record = ctx.record(self.name)
-        if record.attributes.fifo:  # Spark's, without never-delivered duplicates
+        if record.attributes.fifo and ctx.spark_only(record):  # without duplicates, by Spark
             ctx.tables_for(record)  # says so when the broker has no Spark
             from .engine import inspect_df
 

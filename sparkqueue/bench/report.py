@@ -78,6 +78,15 @@ def _per_message_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 "0 / 0",
             ),
         ]
+    if "fifo_load" in results:
+        fifo = results["fifo_load"]
+        rows.append(
+            (
+                "FIFO, 2 consumers, receive(10) + delete_batch (twice / out of order)",
+                f"{fifo['per_s']:.1f} msg/s ({fifo['duplicates']} / {fifo['out_of_order']})",
+                ">= 50 msg/s (0 / 0)",
+            )
+        )
     if "buffered_load" in results:
         latency_, load_ = results["buffered_latency"], results["buffered_load"]
         rows += [
@@ -112,6 +121,15 @@ def _per_message_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                     "(measured)",
                 )
             )
+    if "celery" in results:
+        celery = results["celery"]
+        rows.append(
+            (
+                f"Celery through the endpoint, 1 worker, {celery['tasks']} tasks",
+                f"{celery['per_s']:.1f} tasks/s",
+                ">= 5 tasks/s",
+            )
+        )
     for label, run in results.get("worker", {}).items():
         bar = WORKER_BARS.get(run["batch"], "-") if run["workers"] == 1 else "4 workers >= 1.5x"
         rows.append((f"worker loop, {label}", f"{run['per_s']:,.1f} msg/s", bar))
@@ -161,6 +179,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
             ("consumers", "load_alone"),
             ("consumers+producer", "load_with_producer"),
             ("buffered", "buffered_load"),
+            ("FIFO", "fifo_load"),
         ):
             if scenario in figures:
                 scenarios[f"{label} ({engine})"] = figures[scenario]["per_s"]

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ class Sizes:
     chaos_seconds: float = 600.0  # chaos: only with --only chaos (it starts OS processes)
     chaos_messages: int = 3_000
     endpoint_seconds: float = 30.0  # each of 1 and 8 boto3 clients on the SQS endpoint
+    celery_tasks: int = 50  # through the endpoint, one Celery worker, end to end
 
 
 SMOKE = Sizes(
@@ -57,6 +59,7 @@ SMOKE = Sizes(
     worker_batches="10",
     prefetch=20,
     endpoint_seconds=2.0,
+    celery_tasks=3,
 )
 
 
@@ -185,6 +188,50 @@ def load(
     }
 
 
+FIFO_GROUPS = 50
+
+
+def fifo_load(broker: Broker, sizes: Sizes) -> dict[str, Any]:
+    """Two consumers receive(10) + delete_batch on a FIFO queue of FIFO_GROUPS groups for a
+    while; afterwards every delivery is checked: none twice, each group in send order."""
+    queue = broker.create_queue("load.fifo", fifo=True)
+    backlog = int(sizes.load_seconds * 400) + 100  # more than two consumers take meanwhile
+    rows = bodies(broker.spark, backlog).withColumn(
+        "group", (F.xxhash64("body") % FIFO_GROUPS).cast("string")
+    )
+    queue.send_df(rows, group_id="group", deduplication_id="body")
+    delivered: list[Any] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def consume() -> None:
+        while not stop.is_set():
+            messages = queue.receive(10, visibility_timeout=3_600)
+            if messages:
+                with lock:  # noted before the delete lets the group go to the other consumer
+                    delivered.extend(messages)
+                queue.delete_batch([m.receipt_handle for m in messages])
+
+    threads = [threading.Thread(target=consume) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    time.sleep(sizes.load_seconds)  # the measurement window, not a visibility timeout
+    stop.set()
+    for thread in threads:
+        thread.join()
+    out_of_order = 0
+    for group in {m.group_id for m in delivered}:
+        numbers = [m.sequence_number for m in delivered if m.group_id == group]
+        out_of_order += sum(1 for a, b in pairwise(numbers) if b <= a)
+    ids = [m.message_id for m in delivered]
+    return {
+        "delivered": len(ids),
+        "per_s": len(ids) / sizes.load_seconds,
+        "duplicates": len(ids) - len(set(ids)),
+        "out_of_order": out_of_order,
+    }
+
+
 def redrive(spark: SparkSession, root: str, sizes: Sizes) -> dict[str, float]:
     clock = FakeClock()
     broker = Broker(spark, root, clock=clock)
@@ -254,11 +301,12 @@ def _loops(queue: Any, batch: int, workers: int, seconds: float) -> list[Any]:
 
 
 WORKERS = 4  # the worker scenario's "many workers in one driver"
-SCENARIOS = ("bulk", "latency", "load", "buffered", "redrive", "worker", "endpoint", "chaos")
+SCENARIOS = ("bulk", "latency", "load", "fifo", "buffered", "redrive", "worker", "endpoint",
+             "celery", "chaos")  # fmt: skip
 DEFAULT_SCENARIOS = SCENARIOS[:-1]  # chaos runs when named: it kills processes for minutes
 ENGINES = ("native", "spark")
 # What each engine runs: the per-message scenarios. DataFrame work (bulk, redrive) is Spark's.
-PER_ENGINE = ("latency", "load", "buffered", "worker", "endpoint")
+PER_ENGINE = ("latency", "load", "fifo", "buffered", "worker", "endpoint", "celery")
 
 
 def run(
@@ -313,6 +361,8 @@ def per_message(broker: Broker, sizes: Sizes, scenarios: Sequence[str]) -> dict[
         results["load_ratio"] = results["load_with_producer"]["per_s"] / max(
             results["load_alone"]["per_s"], 1e-9
         )
+    if "fifo" in scenarios:
+        results["fifo_load"] = fifo_load(broker, sizes)
     if "buffered" in scenarios:
         results["buffered_latency"] = buffered_latency(broker, sizes)
         results["buffered_load"] = load(
@@ -324,4 +374,8 @@ def per_message(broker: Broker, sizes: Sizes, scenarios: Sequence[str]) -> dict[
         from .endpoint import endpoint_load  # needs boto3, from the dev extra
 
         results["endpoint"] = endpoint_load(broker, sizes.endpoint_seconds)
+    if "celery" in scenarios:
+        from .celery_load import celery_load  # needs celery, from the dev extra
+
+        results["celery"] = celery_load(broker, sizes.celery_tasks)
     return results

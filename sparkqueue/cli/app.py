@@ -80,11 +80,11 @@ def open_broker(root: str | None, catalog: str | None, *, spark: bool = False) -
 
 def open_queue(root: str | None, catalog: str | None, name: str) -> Any:
     """One queue of the resolved root or catalog: natively where that serves it, through Spark
-    for a FIFO queue (its sequence numbers are Delta row ids, which only Spark writes)."""
+    for a FIFO queue whose table Spark numbers (by Delta row ids, which delta-rs cannot write)."""
     broker = open_broker(root, catalog)
-    if broker.spark is None:  # the registry says which engine opens the table
+    if broker.spark is None:  # the queue's table says which engine opens it
         record = broker.context.registry.get(name)
-        if record is not None and record.attributes.fifo:
+        if record is not None and broker.context.spark_only(record):
             return open_broker(root, catalog, spark=True).get_queue(name)
     return broker.get_queue(name)
 

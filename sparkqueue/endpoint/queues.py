@@ -48,7 +48,7 @@ def create_queue(request: Request) -> dict[str, Any]:
     keywords.setdefault("max_message_bytes", MAX_MESSAGE_BYTES)
     if "sqs_metadata" in keywords:
         keywords["sqs_metadata"] = settings.merged_metadata({}, keywords["sqs_metadata"])
-    queue = request.service.broker_for(fifo).create_queue(
+    queue = request.service.broker.create_queue(
         name, **keywords, tags=request.params.get("tags") or {}
     )
     request.service.queues.remember(name, queue)

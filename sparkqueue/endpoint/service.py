@@ -34,10 +34,10 @@ STORAGE = "<storage>"  # what error texts say instead of the server's root or ta
 class Service:
     """What the actions share: the broker, naming, long polls and move tasks.
 
-    A broker without Spark (the native engine alone) serves every standard queue; what needs
-    Spark (FIFO queues, message moves, the redrive pass) goes to `spark_broker()`, a broker on the
-    same root with a Spark session that `open_spark` starts on first need, off the request path
-    of every standard-queue call."""
+    A broker without Spark (the native engine alone) serves every queue it created; what needs
+    Spark (FIFO queues whose tables Spark numbers, message moves, the redrive pass) goes to
+    `spark_broker()`, a broker on the same root with a Spark session that `open_spark` starts on
+    first need, off the request path of every other call."""
 
     broker: Broker
     naming: Naming = field(default_factory=Naming)
@@ -68,27 +68,23 @@ class Service:
                     ) from None
             return self._spark
 
-    def broker_for(self, fifo: bool) -> Broker:
-        """The broker that serves a queue of this kind (FIFO queues are Spark's)."""
-        return self.spark_broker() if fifo and self.broker.spark is None else self.broker
-
     def find(self, name: str) -> Queue | None:
         """The queue `name`, or None when there is none (or no queue could have that name)."""
         return self.queues.get(name)
 
     def _get_queue(self, name: str) -> Queue | None:
         try:
-            if self.broker.spark is None:  # the registry says which engine opens the table
+            if self.broker.spark is None:  # the queue's table says which engine opens it
                 record = self.broker.context.registry.get(name)
-                if record is not None and record.attributes.fifo:
-                    return self.broker_for(fifo=True).get_queue(name)
+                if record is not None and self.broker.context.spark_only(record):
+                    return self.spark_broker().get_queue(name)
             return self.broker.get_queue(name)
         except (QueueDoesNotExist, InvalidParameterValue):
             return None
 
     def sources_of(self, dead_letter_queue: str) -> list[str]:
         """The queues whose redrive policy names `dead_letter_queue`, from the registry alone
-        (opening each queue would start Spark for any FIFO queue on the root)."""
+        (opening each queue would start Spark for a FIFO queue whose table Spark numbers)."""
         records = self.broker.context.registry.records(fresh=True)
         return sorted(
             name

@@ -4,7 +4,7 @@ A claim is one UPDATE of the candidates still as they were read, pruned to liter
 count says whether every claim won, else the handles the table then holds say which did. On a FIFO
 queue the UPDATE fails whole if any claimed row changed, so that no group is ever half-claimed
 (see fifo.py). Every statement is built from the rules' expressions and run by the queue's engine
-(`QueueContext.tables_for`); only a FIFO queue's candidates are read by Spark (see fifo.py).
+(`QueueContext.tables_for`); a FIFO queue's candidates are group prefixes (fifo_queue.py).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ..rules import handles
 from ..rules.expr import Call, Expr, any_of, coalesce, col, lit
 from ..store.registry import QueueRecord
 from ..store.statements import Row
+from . import fifo_queue
 from .conditions import claimable, in_flight
 from .context import QueueContext
 from .inflight import gauge
@@ -90,9 +91,7 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     attrs = record.attributes
     tables, location = ctx.tables_for(record), record.location
     if attrs.fifo:  # group prefixes, groups in an order of this receive's own
-        from . import fifo
-
-        return fifo.prefixes(ctx.read(record), now, attrs, wanted, COLLECTED)
+        return fifo_queue.candidates(ctx, record, now, wanted, COLLECTED)
     visible = claimable(now, attrs)
     first = random.randrange(attrs.shards)
     in_first = visible & (col("shard") == first)
@@ -181,7 +180,7 @@ def still_claimable(found: list[Row], now: datetime, attrs: QueueAttributes) -> 
 
 def unless_stale(still_valid: Expr, value: Expr) -> Expr:
     """`value` while the row is as the claim read it; otherwise the whole statement fails
-    uncommitted (a FIFO claim: see fifo.py; Spark renders it)."""
+    uncommitted, and its transaction runs again on a fresh read (a FIFO claim: see fifo.py)."""
     return Call("unless_stale", (still_valid, value))
 
 

@@ -17,6 +17,7 @@ from .handout import Handouts
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from ..store.native_tables import NativeTables
     from ..store.storage import Storage
 
 
@@ -25,14 +26,17 @@ class QueueContext:
     """Passed to every engine and service function instead of the Broker that owns it.
 
     `tables` serves the per-message operations through the broker's engine (native or Spark);
-    `spark_tables` is Spark's when the broker has a session (FIFO queues take it, see
-    `tables_for`), and `bulk` is the Spark storage that DataFrame-scale work runs on."""
+    `spark_tables` is Spark's when the broker has a session, `native` the native engine's
+    wherever it can write the root (whatever the broker's engine: FIFO tables it numbers are
+    its alone, see `tables_for`), and `bulk` is the Spark storage that DataFrame-scale work
+    runs on."""
 
     tables: Tables
     registry: Registry
     clock: Clock
     bulk: Storage | None = None
     spark_tables: Tables | None = None
+    native: NativeTables | None = None
     # Shared by every copy: one group committer per queue for the whole broker.
     commits: CommitGroups = field(default_factory=CommitGroups, compare=False, repr=False)
     # Likewise: how long claim statements take, so a visibility timeout runs from the handout.
@@ -64,18 +68,33 @@ class QueueContext:
         return dataclasses.replace(self, bulk=self.bulk.interpreted)
 
     def tables_for(self, record: QueueRecord) -> Tables:
-        """The engine that serves a queue's per-message operations: the broker's, except that
-        FIFO queues are Spark's (their sequence numbers are Delta row ids, which delta-rs
-        cannot write)."""
-        if not record.attributes.fifo or self.tables.engine == "spark":
+        """The engine that serves a queue's per-message operations: the broker's, except for
+        FIFO queues, whose table says: one the native engine numbers (native_fifo.py) is the
+        native engine's, one numbered by Delta row ids is Spark's (delta-rs cannot write it)."""
+        if not record.attributes.fifo:
             return self.tables
+        if self.sequenced(record):
+            assert self.native is not None
+            return self.native
         if self.spark_tables is None:
             raise UnsupportedOperation(
-                f"FIFO queue {record.name!r} needs Spark: its table uses Delta row tracking,"
-                " which the native engine cannot write; create the broker with a Spark session"
-                " (Broker(spark, root))"
+                f"FIFO queue {record.name!r} needs Spark: its table numbers messages by Delta row"
+                " tracking, which the native engine cannot write; create the broker with a Spark"
+                " session (Broker(spark, root))"
             )
         return self.spark_tables
+
+    def sequenced(self, record: QueueRecord) -> bool:
+        """Whether the queue is FIFO with a table the native engine numbers."""
+        return (
+            record.attributes.fifo
+            and self.native is not None
+            and self.native.is_sequenced(record.location)
+        )
+
+    def spark_only(self, record: QueueRecord) -> bool:
+        """Whether the queue's per-message operations need Spark (a row-tracking FIFO table)."""
+        return record.attributes.fifo and not self.sequenced(record)
 
     def now(self) -> datetime:
         """The operation's one instant, read on the driver (a FakeClock in tests)."""
@@ -92,4 +111,6 @@ class QueueContext:
         from . import fifo
 
         table = self.storage.read(record.location)
-        return fifo.sequenced(table) if record.attributes.fifo else table
+        if not record.attributes.fifo:
+            return table
+        return table if self.sequenced(record) else fifo.numbered_by_row_id(table)

@@ -1,14 +1,18 @@
-"""FIFO queues: ordered message groups, one receiver per group at a time, and deduplication.
+"""FIFO queues in Spark: ordered message groups, one receiver per group at a time, and
+deduplication, over either kind of FIFO table.
 
 How the rules map onto Delta:
 
-- Order. FIFO tables turn on Delta row tracking; a message's sequence number is its row id, which
-  Delta assigns when the send commits: increasing in commit order across producers, and in row
-  order within a commit because a FIFO send writes one file per shard, sorted by entry order.
+- Order. A message's sequence number increases with its group's send order. A FIFO table the
+  native engine created numbers its rows itself in a `sequence_number` column, and rows enter
+  it only through one conflict-checked append (store/native_fifo.py says why that keeps each
+  group's order under concurrent producers); Spark's callers hand their rows to it too. Tables
+  Spark created before (and Spark-only brokers create: catalog mode, Spark Connect, remote
+  roots) turn on Delta row tracking instead: a message's number is its row id, which Delta
+  assigns when the send commits: increasing in commit order across producers, and in row order
+  within a commit because such a send writes one file per shard, sorted by entry order.
 - A message lives in its group's shard (`home_shard`), so a group's messages of one send share
   a file, and claims on groups in different shards touch different files and never conflict.
-  Sends stay blind appends, as on standard queues: a producer only aborts a consumer whose claim
-  touches a shard it wrote; nothing a FIFO producer does reads the table first.
 - One receiver per group. A receive claims, for each group it takes, a prefix that starts at the
   group's head, and only from groups with nothing in flight. Any other claim on the same group
   must change that head row too, so two claims of one group always collide on it: either Delta
@@ -16,18 +20,19 @@ How the rules map onto Delta:
   began) a guard in the claim's UPDATE (`receive`) or MERGE (`receive_df`) finds a claimed row
   changed since it was read and fails the whole statement, which then commits nothing and is
   retried on a fresh read. A group is never half-claimed.
-- Deduplication. A row whose deduplication id was used by an earlier row (in sequence order)
-  sent less than five minutes before it is a duplicate: never delivered, never counted, removed
-  by the redrive job. Deleting or moving a FIFO message leaves a tombstone (the row, emptied, in
-  shard -1) so its id still deduplicates for the rest of the window. Because the check happens
-  when reading, two producers sending the same id at the same moment still yield one delivery.
+- Deduplication (rules/deduplication.py states the rule; `with_duplicates_flagged` renders it
+  over a whole table). A duplicate is never delivered, never counted, and removed by the redrive
+  job. Deleting or moving a FIFO message leaves a tombstone (the row, emptied, in shard -1) so
+  its id still deduplicates for the rest of the window. Because the check happens when reading,
+  two producers sending the same id at the same moment still yield one delivery.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -35,19 +40,27 @@ from pyspark.sql import functions as F
 from ..attributes import QueueAttributes
 from ..limits import DEDUPLICATION_WINDOW
 from ..model import SentMessage
+from ..rules.deduplication import DEDUPLICATION_COLUMNS, sent_answers
 from ..rules.expr import Expr
 from ..store.dml import in_list
+from ..store.native_fifo import append_in_sequence
+from ..store.native_fifo import home_shard as group_shard
+from ..store.registry import QueueRecord
+from ..store.schema import MESSAGE_COLUMNS
 from ..store.spark_exprs import to_column
 from ..store.spark_tables import aggregate_frame, collect_rows
 from ..store.statements import Row
 from ..store.storage import Storage
-from .conditions import alive, claimable, due, is_message
+from .conditions import alive, claimable, in_flight, is_message
+
+if TYPE_CHECKING:
+    from ..store.native_tables import NativeTables
 
 ENTRY_ORDER = "_entry"  # a send's own row order, used once to lay its rows out in the file
 
 
-def sequenced(table: DataFrame) -> DataFrame:
-    """The table with each row's sequence number: its Delta row id."""
+def numbered_by_row_id(table: DataFrame) -> DataFrame:
+    """A row-tracking FIFO table with each row's sequence number: its Delta row id."""
     return table.withColumn("sequence_number", F.col("_metadata.row_id"))
 
 
@@ -72,14 +85,9 @@ def in_entry_order(rows: DataFrame) -> DataFrame:
 
 
 def with_duplicates_flagged(table: DataFrame) -> DataFrame:
-    """Adds `duplicate` and `original_id` (the accepted message it repeats) to a sequenced table.
-
-    A send is accepted when no accepted send with its deduplication id came in the five minutes
-    before it; each send replays its id's short history to find the accepted one it falls under.
-    Deduplication judges sends only: a row a move copied in keeps its original send time and id
-    but a new place in the sequence, so it is never a duplicate and never makes a later send one
-    (`original_id` is null for it).
-    """
+    """Adds `duplicate` and `original_id` (the accepted message it repeats, null for a row a
+    move copied in) to a table with sequence numbers: rules/deduplication.py's rule, each send
+    replaying its id's short history in sequence order (ties broken by message id)."""
     sent = F.col("moved_from").isNull()
     history = F.collect_list(
         F.when(
@@ -87,7 +95,7 @@ def with_duplicates_flagged(table: DataFrame) -> DataFrame:
         )
     ).over(
         Window.partitionBy("deduplication_id")
-        .orderBy("sequence_number")
+        .orderBy("sequence_number", "message_id")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     window_us = _micros(DEDUPLICATION_WINDOW)
@@ -112,7 +120,7 @@ def deliverable(table: DataFrame, now: datetime, attrs: QueueAttributes, salt: s
     Groups come in an order shuffled by `salt`, so concurrent receivers start on different groups.
     """
     group = Window.partitionBy("group_id")
-    held = F.col("receipt_handle").isNotNull() & ~to_column(due(now))
+    held = to_column(in_flight(now))
     living = to_column(alive(now, attrs))
     messages = with_duplicates_flagged(table).where(living & ~F.col("duplicate"))
     return (
@@ -152,29 +160,41 @@ def prefixes(
 def originals(table: DataFrame, sent: dict[str, str]) -> dict[str, SentMessage]:
     """For each just-sent message id (mapped to its deduplication id), the accepted message it
     counts as (itself, or the earlier one it repeats), with that one's sequence number."""
-    rows = (
-        with_duplicates_flagged(table.where(F.col("deduplication_id").isin(set(sent.values()))))
-        .select("message_id", "deduplication_id", "original_id", "sequence_number")
-        .orderBy("sequence_number")
+    history = (
+        table.where(F.col("deduplication_id").isin(set(sent.values())))
+        .select(*DEDUPLICATION_COLUMNS)
         .collect()
     )
-    found = {row.message_id: row.original_id for row in rows}
-    # A duplicate the redrive job already dropped: the id's latest accepted message stands for it.
-    latest = {row.deduplication_id: row.original_id for row in rows if row.original_id}
-    sequence = {row.message_id: row.sequence_number for row in rows}
-    accepted = {
-        message_id: found.get(message_id) or latest.get(dedup_id, message_id)
-        for message_id, dedup_id in sent.items()
-    }
-    return {sent_id: SentMessage(id_, sequence.get(id_)) for sent_id, id_ in accepted.items()}
+    return sent_answers(sent, [row.asDict() for row in history])
 
 
-def drop_duplicates(storage: Storage, location: str) -> int:
-    """Deletes duplicates (never delivered, never received) from a FIFO table; returns how many."""
+def append_frame(
+    native: NativeTables,
+    record: QueueRecord,
+    frame: DataFrame,
+    what: str,
+    *,
+    app_id: str | None = None,
+) -> int:
+    """Rows a Spark caller sends or moves into a table the native engine numbers (`send_df`, a
+    move's copy): collected in their `ENTRY_ORDER`, placed in their groups' shards and appended
+    in sequence by the native engine, the only writer of new rows there. With `app_id`, once."""
+    names = [name for name, _, _ in MESSAGE_COLUMNS]
+    rows = collect_rows(frame.orderBy(ENTRY_ORDER, "message_id"), names)
+    shards = record.attributes.shards
+    placed = [{**row, "shard": group_shard(row["group_id"], shards)} for row in rows]
+    if placed:
+        append_in_sequence(native, record.location, MESSAGE_COLUMNS, placed, what, app_id=app_id)
+    return len(placed)
+
+
+def drop_duplicates(storage: Storage, location: str, read: Callable[[], DataFrame]) -> int:
+    """Deletes duplicates (never delivered, never received) from a FIFO table, which `read`
+    gives with sequence numbers; returns how many."""
 
     def attempt() -> int:
         found = (
-            with_duplicates_flagged(sequenced(storage.read(location)))
+            with_duplicates_flagged(read())
             .where(F.col("duplicate") & to_column(is_message()) & F.col("receipt_handle").isNull())
             .select("shard", "message_id")
             .collect()

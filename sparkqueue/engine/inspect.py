@@ -9,6 +9,7 @@ from ..model import MESSAGE_FIELDS, QueueStats
 from ..rules.expr import col, micros, null, when
 from ..store.registry import QueueRecord
 from ..store.statements import Row
+from . import fifo_queue
 from .conditions import alive, awaiting_dead_letter, claimable, due, is_message, retire
 from .context import QueueContext
 
@@ -30,13 +31,10 @@ def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
         "awaiting": living & visible & waiting,
     }
     oldest: Any = {"oldest_us": when([(living, micros(col("sent_at")))], null("long"))}
-    tables = ctx.tables_for(record)  # FIFO queues are Spark's: says so when there is none
-    if attrs.fifo:  # without never-delivered duplicates: Spark's window over the sequence
-        from .fifo import aggregate  # FIFO queues are Spark's (see QueueContext.tables_for)
-
-        row = aggregate(ctx.read(record), counts, oldest)
+    if attrs.fifo:  # without never-delivered duplicates
+        row = fifo_queue.counted(ctx, record, counts, oldest)
     else:
-        row = tables.aggregate(record.location, counts, oldest)
+        row = ctx.tables.aggregate(record.location, counts, oldest)
     oldest = row["oldest_us"]
     age = max(0.0, (to_micros(now) - oldest) / 1e6) if oldest is not None else 0.0
     return QueueStats(
@@ -49,11 +47,15 @@ def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
 
 
 def peek(ctx: QueueContext, record: QueueRecord, max_messages: int) -> list[Row]:
-    """Visible messages, oldest first, read without claiming them (a standard queue's)."""
+    """Visible messages, oldest first, read without claiming them (a standard queue's, or a
+    FIFO queue's the native engine numbers, without never-delivered duplicates)."""
+    visible = claimable(ctx.now(), record.attributes)
+    if record.attributes.fifo:
+        visible = visible & fifo_queue.not_duplicate(ctx, record)
     return ctx.tables_for(record).select(
         record.location,
         PEEK_FIELDS,
-        claimable(ctx.now(), record.attributes),
+        visible,
         order_by=["sent_at", "message_id"],
         limit=max_messages,
     )

@@ -51,17 +51,21 @@ def create_queue(ctx: QueueContext, name: str, attributes: QueueAttributes) -> N
 
 def ensure_table(ctx: QueueContext, record: QueueRecord) -> None:
     """The queue's table, created if a crash left the queue registered without it (once per
-    process and table; afterwards free)."""
-    properties = FIFO_TABLE_PROPERTIES if record.attributes.fifo else QUEUE_TABLE_PROPERTIES
-    ctx.tables_for(record).ensure_table(
+    process and table; afterwards free). A FIFO table is numbered by whoever creates it: the
+    native engine numbers its own (store/native_fifo.py); Spark's use Delta row tracking."""
+    tables, properties = ctx.tables, QUEUE_TABLE_PROPERTIES
+    if record.attributes.fifo and ctx.tables.engine == "spark":
+        properties = FIFO_TABLE_PROPERTIES
+    tables.ensure_table(
         record.location, MESSAGE_COLUMNS, partition_by=MESSAGE_PARTITIONING, properties=properties
     )
 
 
 def open_table(ctx: QueueContext, record: QueueRecord) -> None:
     """A lookup's check of the queue's table: upgraded if an older version wrote it, never
-    created (a lookup racing `delete_queue` must not bring back the table it dropped)."""
-    tables = ctx.spark_tables if record.attributes.fifo and ctx.spark_tables else ctx.tables
+    created (a lookup racing `delete_queue` must not bring back the table it dropped). Only
+    Spark upgrades a row-tracking FIFO table (delta-rs cannot write it)."""
+    tables = ctx.spark_tables if ctx.spark_only(record) and ctx.spark_tables else ctx.tables
     if not tables.upgrade_table(record.location, MESSAGE_COLUMNS):
         raise QueueDoesNotExist(
             f"queue {record.name!r} is registered but has no table: its creation was interrupted"

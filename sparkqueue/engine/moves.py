@@ -6,7 +6,8 @@ A move is three commits, each safe to repeat:
    destination (`moving:<token>:<queue>`). The marker replaces the receipt handle, so old handles
    are void, and hides the rows from receivers until the move ends.
 2. copy: the marked rows are appended to the destination as an idempotent Delta write whose
-   `txnAppId` is the marker: if that write already committed, Delta skips it.
+   `txnAppId` is the marker: if that write already committed, Delta skips it (a FIFO table the
+   native engine numbers takes them through its own append, with the marker as its app id).
 3. drop: the marked rows are deleted from the source.
 
 A crash between any two commits leaves markers in the source. `finish_pending`, which runs before
@@ -32,9 +33,10 @@ from ..store.registry import QueueRecord
 from ..store.schema import QUEUE_WRITE_OPTIONS
 from ..store.spark_exprs import to_column
 from ..store.spark_schema import MESSAGE_SCHEMA
+from . import fifo
 from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due, retire
 from .context import QueueContext
-from .fifo import ENTRY_ORDER, home_shard, in_entry_order, sequenced
+from .fifo import ENTRY_ORDER, home_shard, in_entry_order
 
 COPY_TXN_VERSION = 1  # each marker is its own txnAppId, written once
 
@@ -155,11 +157,9 @@ class Mover:
         return moved
 
     def _copy(self, source: QueueRecord, marker: str, target: QueueRecord, now: datetime) -> None:
-        storage = self._storage
         ordered = target.attributes.fifo  # then in the source's order within each shard
-        table = storage.read(source.location)
         rows = (
-            (sequenced(table) if ordered else table)
+            self._ctx.read(source)
             .where(F.col("receipt_handle") == F.lit(marker))
             .withColumns(
                 {
@@ -176,11 +176,16 @@ class Mover:
             )
             .select(*MESSAGE_SCHEMA.names, ENTRY_ORDER)
         )
+        what = f"moving messages from {source.name!r} to {target.name!r}"
+        if self._ctx.sequenced(target):  # numbered by the native engine, once per marker
+            assert self._ctx.native is not None
+            fifo.append_frame(self._ctx.native, target, rows, what, app_id=marker)
+            return
         rows = in_entry_order(rows) if ordered else rows.drop(ENTRY_ORDER)
-        storage.append(
+        self._storage.append(
             target.location,
             rows,
-            f"moving messages from {source.name!r} to {target.name!r}",
+            what,
             options={
                 **QUEUE_WRITE_OPTIONS,
                 "txnAppId": marker,

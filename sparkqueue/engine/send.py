@@ -1,8 +1,10 @@
-"""Sending: user input validated into message rows, then written as one blind append per call."""
+"""Sending: user input validated into message rows, then written in one commit per call (a blind
+append on standard queues; FIFO: see fifo_queue.py)."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -10,7 +12,7 @@ from typing import Any
 from ..attributes import QueueAttributes
 from ..clock import to_micros
 from ..errors import InvalidParameterValue
-from ..limits import MAX_DELAY_SECONDS
+from ..limits import MAX_DELAY_SECONDS, SEND_ROUND_MAX_ROWS
 from ..model import SentMessage
 from ..rules.checks import check_int
 from ..rules.ids import content_deduplication_id, new_message_id
@@ -25,6 +27,7 @@ from ..rules.validation import (
 )
 from ..store.registry import QueueRecord
 from ..store.schema import MESSAGE_COLUMNS
+from . import fifo_queue
 from .context import QueueContext
 
 ENTRY_KEYS = (
@@ -80,7 +83,11 @@ def send_entries(
 ) -> list[SentMessage]:
     """Writes validated entries in one commit, to one random shard (standard) or each to its
     group's shard (FIFO); returns their ids (on FIFO queues, a duplicate gets the id of the
-    message it repeats) and, on FIFO queues, the sequence numbers the commit gave them."""
+    message it repeats) and, on FIFO queues, the sequence numbers the commit gave them.
+
+    A standard queue's sends from concurrent callers of one broker share commits (a round of
+    the queue's send committer, see group.py): one append carries every caller's rows, each
+    caller's in one shard, so a producer's send waits for no other producer's commit."""
     now = ctx.now()
     micros = to_micros(now)
     shard = random.randrange(record.attributes.shards)
@@ -93,11 +100,26 @@ def send_entries(
          "moved_from": None, "attribute_types": entry.attribute_types or None}
         for entry in entries
     ]  # fmt: skip
-    tables = ctx.tables_for(record)  # FIFO queues are Spark's: says so when there is none
     if record.attributes.fifo:
-        from .send_df import send_fifo_rows
+        return fifo_queue.send(ctx, record, rows)
+    committer = ctx.commits.of(f"{record.location}#sends", _fitting)
+    return committer.submit(rows, lambda sends: _append_round(ctx, record, sends))
 
-        return send_fifo_rows(ctx, record, rows)
+
+def _fitting(sends: Sequence[list[dict[str, Any]]]) -> int:
+    """The oldest sends whose rows fit one append of SEND_ROUND_MAX_ROWS (a larger one alone)."""
+    total = 0
+    for count, rows in enumerate(sends):
+        total += len(rows)
+        if total > SEND_ROUND_MAX_ROWS:
+            return max(1, count)
+    return len(sends)
+
+
+def _append_round(
+    ctx: QueueContext, record: QueueRecord, sends: list[list[dict[str, Any]]]
+) -> list[list[SentMessage]]:
+    rows = [row for send in sends for row in send]
     what = f"sending to {record.name!r}"
-    tables.append_rows(record.location, MESSAGE_COLUMNS, rows, what)
-    return [SentMessage(row["message_id"]) for row in rows]
+    ctx.tables.append_rows(record.location, MESSAGE_COLUMNS, rows, what)
+    return [[SentMessage(row["message_id"]) for row in send] for send in sends]

@@ -1,5 +1,5 @@
-"""Sending from Spark: `send_df`'s rows checked and written in one commit, and FIFO sends (their
-sequence numbers are Delta row ids, so FIFO queues are Spark's)."""
+"""Sending from Spark: `send_df`'s rows checked and written in one commit, and sends to FIFO
+tables numbered by Delta row ids (which only Spark writes; see fifo.py)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def send_df_frame(
     delay_seconds: str | int | None,
     now: datetime,
 ) -> DataFrame:
-    """The rows send_df writes; a row that breaks a rule fails the write, so nothing commits."""
+    """The rows send_df writes (FIFO: with their `ENTRY_ORDER`); a row that breaks a rule fails
+    the write, so nothing commits."""
     if attrs.fifo:
         check_fifo_options(delay_seconds, group_id, deduplication_id, attrs, "=<column>")
     columns = {
@@ -107,7 +108,7 @@ def send_df_frame(
     )
     if not attrs.fifo:
         return rows
-    return in_entry_order(rows.withColumn(ENTRY_ORDER, F.monotonically_increasing_id()))
+    return rows.withColumn(ENTRY_ORDER, F.monotonically_increasing_id())
 
 
 def invalid_row_problem(error: BaseException) -> str | None:
@@ -157,7 +158,7 @@ def _optional_string(df: DataFrame, name: str | None, what: str) -> Column:
 def send_fifo_rows(
     ctx: QueueContext, record: QueueRecord, rows: list[dict[str, Any]]
 ) -> list[SentMessage]:
-    """A FIFO send: the rows in entry order, each in its group's shard, in one commit (so Delta
+    """A send to a row-tracking FIFO table: the rows in entry order, each in its group's shard, in one commit (so Delta
     gives them row ids, their sequence numbers, in that order); then the id each counts as."""
     names = MESSAGE_SCHEMA.names
     schema = StructType([*MESSAGE_SCHEMA.fields, StructField(ENTRY_ORDER, IntegerType())])
@@ -198,11 +199,17 @@ def send_df(
         delay_seconds=delay_seconds,
         now=ctx.now(),
     )
+    what = f"send_df to {record.name!r}"
     try:
+        if ctx.sequenced(record):
+            assert ctx.native is not None
+            return fifo.append_frame(ctx.native, record, rows, what)
+        if record.attributes.fifo:
+            rows = in_entry_order(rows)
         written = ctx.storage.append(
             record.location,
             rows,
-            f"send_df to {record.name!r}",
+            what,
             options=QUEUE_WRITE_OPTIONS,
             observe=[F.count(F.lit(1)).alias("rows")],
         )["rows"]

@@ -129,7 +129,7 @@ class Redrive:
             expired = self._expire(record, now)
         if attrs.fifo:  # duplicates go before the tombstones that mark them as duplicates
             step("removing duplicates")
-            drop_duplicates(self._storage, record.location)
+            drop_duplicates(self._storage, record.location, lambda: self._ctx.read(record))
         if todo["spent_tombstones"]:  # FIFO deletes and the worker loop's retired batches
             step("removing spent tombstones")
             self._storage.change_where(

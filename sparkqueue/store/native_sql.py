@@ -12,6 +12,7 @@ from datetime import datetime
 
 from ..clock import to_micros
 from ..rules.expr import Call, Case, Col, Expr, Lit
+from .transactions import STALE_READ_MARKER
 
 TIMESTAMP = 'Timestamp(Microsecond, Some("UTC"))'
 _TYPES = {"string": "VARCHAR", "int": "INT", "long": "BIGINT"}
@@ -49,6 +50,9 @@ def to_sql(expr: Expr) -> str:
         return f"encode(sha256({args[0]}), 'hex')"
     if op == "prefix":
         return f"substr({args[0]}, 1, {args[1]})"
+    if op == "unless_stale":  # a failed cast fails the statement, and names our guard
+        fail = f"CAST(CAST(concat({quote_text(STALE_READ_MARKER + ': ')}, {quote_name('message_id')}) AS INT) AS VARCHAR)"
+        return f"CASE WHEN {args[0]} THEN {args[1]} ELSE {fail} END"
     if op in ("coalesce", "starts_with", "concat_ws"):
         return f"{op}({', '.join(args)})"
     raise ValueError(f"no SQL rendering for {op!r}")

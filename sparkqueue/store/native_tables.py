@@ -35,8 +35,8 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 # Every write commits alone: delta-rs's own after-commit work (a checkpoint, log cleanup) would
 # raise its errors from a call whose commit landed, and a caller told "failed" would send again
-# (see `_after_commit`). Log cleanup on local roots is the redrive job's (logtrim.py).
-_NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
+# (see `after_commit`). Log cleanup on local roots is the redrive job's (logtrim.py).
+NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
 DEFAULT_CHECKPOINT_INTERVAL = 100  # Delta's, for a table that does not set its own
 _ARROW_TYPES = {
     "int": pa.int32(),
@@ -66,6 +66,7 @@ class NativeTables:
         self._conflicts = ConflictCounter()
         self._known: set[str] = set()
         self._known_lock = threading.Lock()
+        self._sequenced: dict[str, bool] = {}
 
     @property
     def layout(self) -> PathLayout:
@@ -77,15 +78,18 @@ class NativeTables:
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def _open(self, address: str) -> DeltaTable:
+    def open(self, address: str) -> DeltaTable:
+        """The table's latest snapshot."""
         return DeltaTable(self._uri(address))
 
     def _uri(self, address: str) -> str:
         folder = self._layout.folder(address)
         return folder if folder is not None else address
 
-    def _query(self, address: str, statement: str) -> list[Row]:
-        reader = QueryBuilder().register("t", self._open(address)).execute(statement)
+    def query(self, address: str, statement: str) -> list[Row]:
+        """Runs a DataFusion query over the table as `t` (statement text from native_sql.py's
+        renderings only)."""
+        reader = QueryBuilder().register("t", self.open(address)).execute(statement)
         # (not pa.table(reader): it imports pandas, half a second of a CLI command's start)
         table = pa.RecordBatchReader.from_stream(reader).read_all()
         return [_row(values) for values in table.to_pylist()]
@@ -106,14 +110,27 @@ class NativeTables:
             statement += f" ORDER BY {', '.join(map(quote_name, order_by))}"
         if limit is not None:
             statement += f" LIMIT {int(limit)}"
-        return self._query(address, statement)
+        return self.query(address, statement)
 
     def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
         parts = [
             f"COUNT(CASE WHEN {to_sql(c)} THEN 1 END) AS {quote_name(n)}" for n, c in counts.items()
         ]
         parts += [f"MIN({to_sql(value)}) AS {quote_name(n)}" for n, value in least.items()]
-        return self._query(address, f"SELECT {', '.join(parts)} FROM t")[0]
+        return self.query(address, f"SELECT {', '.join(parts)} FROM t")[0]
+
+    def is_sequenced(self, address: str) -> bool:
+        """Whether a FIFO table numbers its messages in a `sequence_number` column, written by
+        this engine (native_fifo.py), rather than by Delta row tracking, which is Spark's:
+        delta-rs refuses to write such tables. A table keeps its kind for life."""
+        known = self._sequenced.get(address)
+        if known is None:
+            try:
+                features = self.open(address).protocol().writer_features or []
+            except TableNotFoundError:
+                return True  # not (yet) there: the native engine would create it
+            known = self._sequenced[address] = "rowTracking" not in features
+        return known
 
     # -- committing -------------------------------------------------------------------------------
 
@@ -136,18 +153,18 @@ class NativeTables:
         *,
         key: tuple[str, ...] = MESSAGE_KEY,
     ) -> Counts:
-        table = self._open(address)
+        table = self.open(address)
         before = table.version()
         if values is None:
-            metrics = table.delete(to_sql(rows), post_commithook_properties=_NO_HOOKS)
-            counts = Counts(known=True, deleted=_metric(metrics, "num_deleted_rows"))
+            metrics = table.delete(to_sql(rows), post_commithook_properties=NO_HOOKS)
+            counts = Counts(known=True, deleted=metric(metrics, "num_deleted_rows"))
         else:
             updates = {quote_name(name): to_sql(value) for name, value in values.items()}
             metrics = table.update(
-                updates=updates, predicate=to_sql(rows), post_commithook_properties=_NO_HOOKS
+                updates=updates, predicate=to_sql(rows), post_commithook_properties=NO_HOOKS
             )
-            counts = Counts(known=True, updated=_metric(metrics, "num_updated_rows"))
-        _after_commit(table, before)
+            counts = Counts(known=True, updated=metric(metrics, "num_updated_rows"))
+        after_commit(table, before)
         return counts
 
     def change_where(
@@ -155,7 +172,7 @@ class NativeTables:
     ) -> int:
         def attempt() -> int:
             statement = f"SELECT DISTINCT shard FROM t WHERE {to_sql(rule)}"
-            shards = [row.shard for row in self._query(address, statement)]
+            shards = [row.shard for row in self.query(address, statement)]
             if not shards:
                 return 0
             return self.change(address, col("shard").isin(shards) & rule, values).changed
@@ -165,21 +182,21 @@ class NativeTables:
     def append_rows(
         self, address: str, columns: Columns, rows: list[dict[str, Any]], what: str
     ) -> None:
-        frame = pa.Table.from_pylist([_arrow_row(row) for row in rows], arrow_schema(columns))
+        frame = pa.Table.from_pylist([arrow_row(row) for row in rows], arrow_schema(columns))
 
         def append() -> None:
-            table = self._open(address)
+            table = self.open(address)
             before = table.version()
-            write_deltalake(table, frame, mode="append", post_commithook_properties=_NO_HOOKS)
-            _after_commit(table, before)
+            write_deltalake(table, frame, mode="append", post_commithook_properties=NO_HOOKS)
+            after_commit(table, before)
 
         self.transact(address, append, what)
 
     def insert_absent(
         self, address: str, columns: Columns, key: str, row: dict[str, Any]
     ) -> Counts:
-        table = self._open(address)
-        source = pa.Table.from_pylist([_arrow_row(row)], arrow_schema(columns))
+        table = self.open(address)
+        source = pa.Table.from_pylist([arrow_row(row)], arrow_schema(columns))
         on = f"t.{quote_name(key)} = {_SOURCE}.{quote_name(key)}"
         before = table.version()
         metrics = (
@@ -188,19 +205,19 @@ class NativeTables:
                 on,
                 source_alias=_SOURCE,
                 target_alias="t",
-                post_commithook_properties=_NO_HOOKS,
+                post_commithook_properties=NO_HOOKS,
             )
             .when_not_matched_insert_all()
             .execute()
         )
-        _after_commit(table, before)
-        return Counts(known=True, inserted=_metric(metrics, "num_target_rows_inserted"))
+        after_commit(table, before)
+        return Counts(known=True, inserted=metric(metrics, "num_target_rows_inserted"))
 
     # -- tables -----------------------------------------------------------------------------------
 
     def exists(self, address: str) -> bool:
         try:
-            self._open(address)
+            self.open(address)
         except TableNotFoundError:
             return False
         return True
@@ -243,7 +260,7 @@ class NativeTables:
 
     def _add_missing(self, address: str, columns: Columns) -> None:
         """Adds the nullable columns of `columns` an older table lacks."""
-        table = self._open(address)
+        table = self.open(address)
         have = set(pa.schema(table.schema().to_arrow()).names)
         missing = [c for c in columns if c[0] not in have and c[2]]
         if missing:
@@ -260,18 +277,19 @@ class NativeTables:
         """Deletes a local table's folder; elsewhere its rows (VACUUM frees the files)."""
         with self._known_lock:
             self._known.discard(address)
+            self._sequenced.pop(address, None)
         folder = self._layout.folder(address)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
         elif self.exists(address):
-            self.transact(address, lambda: self._open(address).delete(), f"emptying {address}")
+            self.transact(address, lambda: self.open(address).delete(), f"emptying {address}")
 
     def _remember(self, address: str) -> None:
         with self._known_lock:
             self._known.add(address)
 
 
-def _metric(metrics: dict[str, Any], name: str) -> int:
+def metric(metrics: dict[str, Any], name: str) -> int:
     """A count delta-rs reported (a missing one is an error, never a silent 0: callers decide
     what happened from it)."""
     if name not in metrics:
@@ -279,7 +297,7 @@ def _metric(metrics: dict[str, Any], name: str) -> int:
     return int(metrics[name])
 
 
-def _after_commit(table: DeltaTable, before: int) -> None:
+def after_commit(table: DeltaTable, before: int) -> None:
     """A checkpoint when this commit is due one (`delta.checkpointInterval`), as Spark writes
     them; its failure is logged, never raised: the commit itself has landed."""
     version = table.version()
@@ -307,7 +325,7 @@ def _row(values: dict[str, Any]) -> Row:
     return Row(values)
 
 
-def _arrow_row(row: dict[str, Any]) -> dict[str, Any]:
+def arrow_row(row: dict[str, Any]) -> dict[str, Any]:
     """Maps as Arrow takes them (key-value pairs)."""
     return {k: list(v.items()) if isinstance(v, dict) else v for k, v in row.items()}
 

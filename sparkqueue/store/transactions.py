@@ -51,6 +51,8 @@ def conflict_classes(spark_loaded: bool) -> tuple[type[BaseException], ...]:
 def is_commit_conflict(error: BaseException) -> bool:
     """True for every flavour of Delta's optimistic-concurrency failure, and for our own guard's
     (SQLSTATE 2D521 covers Spark's classes this lookup does not know)."""
+    if STALE_READ_MARKER in str(error):  # a FIFO claim's guard, in either engine
+        return True
     if isinstance(error, conflict_classes("pyspark" in sys.modules)):
         # delta-rs raises CommitFailedError for what another attempt cannot fix too
         text = str(error).lower()
@@ -59,7 +61,7 @@ def is_commit_conflict(error: BaseException) -> bool:
         )
     spark_error = sys.modules.get("pyspark.errors")
     if spark_error is not None and isinstance(error, spark_error.PySparkException):
-        return error.getSqlState() == CONFLICT_SQLSTATE or STALE_READ_MARKER in str(error)
+        return error.getSqlState() == CONFLICT_SQLSTATE
     return False
 
 

@@ -55,9 +55,11 @@ def statement(request, monkeypatch) -> str:
 @pytest.fixture(scope="session")
 def served(tmp_path_factory):
     """The SQS endpoint (`sparkqueue serve`, a process of its own) on a root of its own, with
-    access keys: (root, url)."""
+    access keys: (root, url). Without its scheduled redrive pass: that would start a JVM in the
+    server for the rest of the session, a pass a minute over every test's queues, on the cores
+    the other tests run on (test_endpoint_sqs.py's `pinned` endpoint tests the schedule)."""
     folder = tmp_path_factory.mktemp("endpoint")
-    with endpoint(folder / "root", folder / "serve.log") as url:
+    with endpoint(folder / "root", folder / "serve.log", extra=["--redrive-every", "0"]) as url:
         yield folder / "root", url
 
 

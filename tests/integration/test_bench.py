@@ -30,6 +30,9 @@ def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path
         assert all(
             run["messages_per_s"] > 0 and run["send_p50_ms"] > 0 for run in endpoint.values()
         )
+        assert figures["fifo_load"]["delivered"] > 0
+        assert figures["fifo_load"]["duplicates"] == figures["fifo_load"]["out_of_order"] == 0
+        assert figures["celery"]["tasks"] == 3 and figures["celery"]["per_s"] > 0
     assert json.loads((tmp_path / "bench.json").read_text())["sizes"]["messages"] == 2_000
     assert (tmp_path / "bench.png").stat().st_size > 0
     printed = capsys.readouterr().out

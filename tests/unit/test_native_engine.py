@@ -101,8 +101,8 @@ def test_what_needs_spark_says_so_and_changes_nothing(broker, tmp_path):
     queue = broker.create_queue("plain")
     with pytest.raises(UnsupportedOperation, match="Spark session"):
         queue.peek_df()
-    with pytest.raises(UnsupportedOperation, match="needs Spark"):
-        broker.create_queue("ordered.fifo", fifo=True)
+    with pytest.raises(UnsupportedOperation, match="Spark session"):
+        broker.create_queue("ordered.fifo", fifo=True).receive_df(10)
     with pytest.raises(UnsupportedOperation, match="Spark session"):
         broker.redrive()
     with pytest.raises(InvalidParameterValue, match="engine must be one of"):
@@ -111,7 +111,7 @@ def test_what_needs_spark_says_so_and_changes_nothing(broker, tmp_path):
         Broker(None, str(tmp_path / "x"), engine="spark")
     with pytest.raises(InvalidParameterValue, match="local disk"):
         Broker(None, "s3://bucket/queues")
-    assert broker.list_queues() == ["plain"]
+    assert broker.list_queues() == ["ordered.fifo", "plain"]
 
 
 def test_a_second_native_broker_sees_the_same_queues_and_attributes(broker, tmp_path, clock):
@@ -275,3 +275,28 @@ def test_a_worker_loops_exchange_of_10000_completes(tmp_path):
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert done.stdout.strip() == "ok"
+
+
+def test_concurrent_sends_of_one_broker_share_commits_and_each_gets_its_own_ids(broker):
+    queue = broker.create_queue("producers")
+    record = broker.context.record("producers")
+    start = threading.Barrier(6, timeout=60)
+    sent: dict[int, list[str]] = {}
+
+    def produce(producer: int) -> None:
+        start.wait()
+        for n in range(5):
+            ids = queue.send_batch([f"{producer}-{n}-a", f"{producer}-{n}-b"])
+            sent.setdefault(producer, []).extend(ids)
+
+    threads = [threading.Thread(target=produce, args=(p,)) for p in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    committer = broker.context.commits.of(f"{record.location}#sends", len)
+    assert committer.carried == 30 and committer.rounds < 30  # shared appends
+    bodies = {m["message_id"]: m["body"] for m in queue.peek(100)}
+    assert len(bodies) == 60
+    for producer, ids in sent.items():  # each caller got the ids of its own rows
+        assert [bodies[i] for i in ids] == [f"{producer}-{n}-{x}" for n in range(5) for x in "ab"]

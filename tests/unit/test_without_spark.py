@@ -49,14 +49,20 @@ with SqsEndpoint(Broker(None, root), port=0, access_keys=keys, redrive_every=0) 
     url = sqs.get_queue_url(QueueName="plain")["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="over SQS")
     bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]]
-assert bodies == ["over SQS"], bodies
+    fifo = sqs.create_queue(QueueName="ordered.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    for n in range(3):
+        sqs.send_message(QueueUrl=fifo, MessageBody=f"f{n}", MessageGroupId="g",
+                         MessageDeduplicationId=f"f{n}")
+    got = sqs.receive_message(QueueUrl=fifo, MaxNumberOfMessages=10)["Messages"]
+    bodies += [m["Body"] for m in got]
+    assert sqs.receive_message(QueueUrl=fifo, MaxNumberOfMessages=10).get("Messages") is None
+assert bodies == ["over SQS", "f0", "f1", "f2"], bodies
 from sparkqueue.errors import UnsupportedOperation
 spark_only = {
     "receive_df": lambda: queue.receive_df(1),
     "peek_df": lambda: queue.peek_df(),
     "consume": lambda: queue.consume(lambda batch: None, max_batches=1),
     "redrive": lambda: Broker(None, root).redrive(),
-    "fifo": lambda: Broker(None, root).create_queue("ordered.fifo", fifo=True),
 }
 for name, call in spark_only.items():
     try:

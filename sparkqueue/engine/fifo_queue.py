@@ -1,0 +1,97 @@
+"""The FIFO parts of send, receive and stats, on either kind of FIFO table.
+
+A table the native engine numbers (store/native_fifo.py) is served by delta-rs: sends append in
+sequence, receives take group prefixes with one DataFusion query, and counts leave out the
+duplicates that rules/deduplication.py finds among the few rows sharing a deduplication id. A
+row-tracking table is Spark's (fifo.py). Either way the rules are the same expressions
+(conditions.py) and the same deduplication rule.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ..model import SentMessage
+from ..rules.deduplication import duplicates, sent_answers
+from ..rules.expr import Expr, col, null, when
+from ..store.registry import QueueRecord
+from ..store.schema import MESSAGE_COLUMNS
+from ..store.statements import Row
+from .conditions import alive, claimable, in_flight
+from .context import QueueContext
+
+
+def send(ctx: QueueContext, record: QueueRecord, rows: list[dict[str, Any]]) -> list[SentMessage]:
+    """Writes a FIFO send's rows in entry order, in one commit; returns what each answers (a
+    duplicate: the id and sequence number of the message it repeats)."""
+    if not ctx.sequenced(record):
+        from .send_df import send_fifo_rows
+
+        return send_fifo_rows(ctx, record, rows)
+    from ..store.native_fifo import append_in_sequence, deduplication_history, home_shard
+
+    native = ctx.native
+    assert native is not None
+    shards = record.attributes.shards
+    placed = [{**row, "shard": home_shard(row["group_id"], shards)} for row in rows]
+    what = f"sending to {record.name!r}"
+    append_in_sequence(native, record.location, MESSAGE_COLUMNS, placed, what)
+    sent = {row["message_id"]: row["deduplication_id"] for row in rows}
+    history = deduplication_history(native, record.location, sorted(set(sent.values())))
+    answers = sent_answers(sent, history)
+    return [answers[row["message_id"]] for row in rows]
+
+
+def candidates(
+    ctx: QueueContext, record: QueueRecord, now: datetime, wanted: int, columns: Sequence[str]
+) -> list[Row]:
+    """Up to `wanted` rows a FIFO receive may claim: whole group prefixes (see fifo.py), groups
+    in an order of this receive's own, so concurrent receivers start on different groups."""
+    attrs = record.attributes
+    if not ctx.sequenced(record):
+        from . import fifo
+
+        return fifo.prefixes(ctx.read(record), now, attrs, wanted, columns)
+    from ..store.native_fifo import group_prefixes
+
+    assert ctx.native is not None
+    return group_prefixes(
+        ctx.native,
+        record.location,
+        columns,
+        living=alive(now, attrs) & not_duplicate(ctx, record),
+        ok=claimable(now, attrs),
+        held=in_flight(now),
+        salt=secrets.token_hex(16),
+        limit=wanted,
+    )
+
+
+def counted(
+    ctx: QueueContext, record: QueueRecord, counts: dict[str, Expr], least: dict[str, Expr]
+) -> Row:
+    """`Tables.aggregate` over a FIFO queue's messages as receivers see them: never-delivered
+    duplicates left out (`least` values are 64-bit integers)."""
+    if not ctx.sequenced(record):
+        from .fifo import aggregate
+
+        return aggregate(ctx.read(record), counts, least)
+    kept = not_duplicate(ctx, record)
+    return ctx.tables_for(record).aggregate(
+        record.location,
+        {name: kept & condition for name, condition in counts.items()},
+        {name: when([(kept, value)], null("long")) for name, value in least.items()},
+    )
+
+
+def not_duplicate(ctx: QueueContext, record: QueueRecord) -> Expr:
+    """Rows of a table the native engine numbers that are not duplicates, as a condition on
+    the duplicates' ids (few: only rows sharing a deduplication id can be one)."""
+    from ..store.native_fifo import deduplication_history
+
+    assert ctx.native is not None
+    history = deduplication_history(ctx.native, record.location)
+    return ~col("message_id").isin(duplicates(history))

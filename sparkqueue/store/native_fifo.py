@@ -1,0 +1,141 @@
+"""FIFO tables the native engine numbers itself: sequence numbers without Delta row tracking.
+
+A FIFO queue created by the native engine keeps each message's sequence number in the
+`sequence_number` column (Spark's FIFO tables use Delta row ids instead, which delta-rs cannot
+write). Rows enter such a table through `append_in_sequence` alone, whichever engine's caller
+sends or moves them:
+
+- The append is one MERGE that inserts the rows into their groups' shards and reads exactly
+  those shards (a literal `shard IN (...)` in its condition). delta-rs then rejects its commit if
+  any commit since its snapshot added a file in one of those shards, a blind append included.
+- Each row's number is `(snapshot version + 1) << 32` plus its position in the call.
+
+So two appends to one shard never both commit from the same snapshot: the later one to commit
+has read the earlier one's commit, and its snapshot version, hence its numbers, are larger. A
+shard's commit order is its number order, and a group lives in one shard, so a reader sees each
+group as a prefix of its send order: a receive can never hand out message n + 1 of a group and
+later find message n. Appends to different shards commit side by side without conflicts; their
+numbers may tie across shards, where deduplication breaks ties by message id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, Transaction
+
+from ..rules.deduplication import DEDUPLICATION_COLUMNS
+from ..rules.expr import Expr
+from .native_sql import quote_name, quote_text, to_sql
+from .native_tables import NO_HOOKS, NativeTables, after_commit, arrow_row, arrow_schema
+from .schema import Columns
+from .statements import Row
+
+SEQUENCE_SHIFT = 32  # positions within one append (up to 4 billion rows) below the version
+ORDER_COLUMNS = ("group_id", "sequence_number", "message_id")  # what prefixes are ordered by
+APPEND_TXN_VERSION = 1  # an idempotent append's app id is written once
+
+
+def home_shard(group_id: str, shards: int) -> int:
+    """The shard of a group's messages: one per group, so a group's order is one shard's."""
+    digest = hashlib.sha256(group_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") % shards
+
+
+def append_in_sequence(
+    tables: NativeTables,
+    address: str,
+    columns: Columns,
+    rows: list[dict[str, Any]],
+    what: str,
+    *,
+    app_id: str | None = None,
+) -> list[int] | None:
+    """Inserts `rows` (whole rows, each with its group's `shard`) numbered in list order, in one
+    conflict-checked commit; returns their sequence numbers. With `app_id`, the commit records it
+    and an append whose id a table already holds is skipped (None): a repeated move copies once.
+    """
+    shards = sorted({int(row["shard"]) for row in rows})
+    on = (
+        f"t.shard IN ({', '.join(map(str, shards))}) AND t.shard = s.shard"
+        " AND t.message_id = s.message_id"
+    )
+    commit = None
+    if app_id is not None:
+        commit = CommitProperties(app_transactions=[Transaction(app_id, APPEND_TXN_VERSION)])
+
+    def attempt() -> list[int] | None:
+        table = tables.open(address)
+        if app_id is not None and (table.transaction_version(app_id) or 0) >= APPEND_TXN_VERSION:
+            return None
+        before = table.version()
+        base = (before + 1) << SEQUENCE_SHIFT
+        numbered = [{**row, "sequence_number": base + i} for i, row in enumerate(rows)]
+        source = pa.Table.from_pylist([arrow_row(row) for row in numbered], arrow_schema(columns))
+        table.merge(
+            source,
+            on,
+            source_alias="s",
+            target_alias="t",
+            commit_properties=commit,
+            post_commithook_properties=NO_HOOKS,
+        ).when_not_matched_insert_all().execute()
+        after_commit(table, before)
+        return [row["sequence_number"] for row in numbered]
+
+    return tables.transact(address, attempt, what)
+
+
+def deduplication_history(
+    tables: NativeTables, address: str, deduplication_ids: Sequence[str] | None = None
+) -> list[Row]:
+    """The rows (tombstones included) that deduplication judges: those with the given ids, or
+    else every row whose id more than one row carries (only those can be duplicates)."""
+    name = quote_name("deduplication_id")
+    if deduplication_ids is None:
+        wanted = (
+            f"{name} IN (SELECT {name} FROM t WHERE {name} IS NOT NULL"
+            f" GROUP BY {name} HAVING COUNT(*) > 1)"
+        )
+    elif not deduplication_ids:
+        return []
+    else:
+        wanted = f"{name} IN ({', '.join(map(quote_text, deduplication_ids))})"
+    names = ", ".join(map(quote_name, DEDUPLICATION_COLUMNS))
+    return tables.query(address, f"SELECT {names} FROM t WHERE {wanted}")
+
+
+def group_prefixes(
+    tables: NativeTables,
+    address: str,
+    columns: Sequence[str],
+    *,
+    living: Expr,
+    ok: Expr,
+    held: Expr,
+    salt: str,
+    limit: int,
+) -> list[Row]:
+    """Up to `limit` rows a FIFO receive may claim (DataFusion's rendering of engine/fifo.py's
+    `deliverable`): among `living` rows, each group with no `held` row gives its `ok` rows up to
+    its first row that is not; groups come in an order shuffled by `salt`, each in sequence
+    order, so any limit keeps them prefixes."""
+    names = ", ".join(map(quote_name, columns))
+    inner = ", ".join(map(quote_name, dict.fromkeys([*columns, *ORDER_COLUMNS])))
+    group, sequence = quote_name("group_id"), quote_name("sequence_number")
+    statement = f"""
+        SELECT {names} FROM (
+            SELECT {inner}, {to_sql(ok)} AS _ok,
+                MAX(CASE WHEN {to_sql(held)} THEN 1 ELSE 0 END)
+                    OVER (PARTITION BY {group}) AS _blocked,
+                MIN(CASE WHEN NOT {to_sql(ok)} THEN {sequence} END)
+                    OVER (PARTITION BY {group}) AS _stop,
+                encode(sha256(concat({group}, {quote_text(salt)})), 'hex') AS _order
+            FROM t WHERE {to_sql(living)}
+        ) WHERE _ok AND _blocked = 0 AND (_stop IS NULL OR {sequence} < _stop)
+        ORDER BY _order, {sequence}, {quote_name("message_id")}
+        LIMIT {int(limit)}"""
+    return tables.query(address, statement)

@@ -1,0 +1,199 @@
+"""FIFO queues across both engines: one rule rendered twice (deduplication, group prefixes) agrees
+on one table; Spark's callers (`send_df`, `receive_df`, the redrive job, moves) share a FIFO
+queue the native engine numbers with native ones; and FIFO tables Spark numbers by row tracking
+keep working."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from pyspark.sql import functions as F
+
+from sparkqueue import Broker
+from sparkqueue.attributes import QueueAttributes
+from sparkqueue.engine import fifo
+from sparkqueue.engine.conditions import alive, claimable, in_flight
+from sparkqueue.errors import UnsupportedOperation
+from sparkqueue.rules.deduplication import DEDUPLICATION_COLUMNS, accepted_originals, duplicates
+from sparkqueue.rules.expr import col
+from sparkqueue.store.native_fifo import deduplication_history, group_prefixes
+from sparkqueue.store.native_tables import NativeTables, arrow_schema
+from sparkqueue.store.schema import MESSAGE_COLUMNS
+from sparkqueue.store.tables import PathLayout
+from sparkqueue.store.transactions import RetryPolicy
+
+from .helpers import run_threads
+
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+ATTRS = QueueAttributes(fifo=True, dead_letter_queue="dead.fifo", max_receive_count=3)
+
+
+def _row(n: int, sequence: int, dedup: str, group: str, **values: object) -> dict:
+    row = {name: None for name, _, _ in MESSAGE_COLUMNS}
+    row.update(shard=n % 3, message_id=f"00000000-0000-7000-8000-{n:012d}", body=f"m{n}",
+               group_id=group, deduplication_id=dedup, sequence_number=sequence,
+               sent_at=NOW, visible_at=NOW, receive_count=0, attributes=[])  # fmt: skip
+    row.update(values)
+    return row
+
+
+def _at(seconds: int) -> datetime:
+    return NOW + timedelta(seconds=seconds)
+
+
+ROWS = [
+    _row(1, 10, "d", "a", sent_at=_at(-600)),  # accepted
+    _row(2, 20, "d", "a", sent_at=_at(-360)),  # 240 s later: a duplicate of 1
+    _row(3, 30, "d", "b", sent_at=_at(-300)),  # 300 s after 1: accepted anew
+    _row(4, 30, "e", "b", sent_at=_at(-10)),  # a tie in sequence with 3, another id
+    _row(5, 30, "e", "c", sent_at=_at(-10)),  # the same tie and id: the lower message id wins
+    _row(6, 40, "d", "c", sent_at=_at(-250), moved_from="src"),  # moved in: never a duplicate
+    _row(7, 50, "d", "c", sent_at=_at(-200)),  # a duplicate of 3
+    _row(8, 60, "f", "a", receipt_handle="h", visible_at=_at(30), receive_count=1),  # a in flight
+    _row(9, 70, "g", "b", visible_at=_at(60)),  # b stops here: delayed
+    _row(10, 80, "h", "b"),
+    _row(11, 90, "i", "c", receive_count=3),  # c stops here: awaiting its dead-letter queue
+    _row(12, 5, "j", "e", shard=-1),  # a tombstone
+    _row(13, 100, "k", "f"),
+    _row(14, 110, "l", "f"),
+]
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("fifo") / "t")
+    write_deltalake(path, pa.Table.from_pylist(ROWS, arrow_schema(MESSAGE_COLUMNS)))
+    return path
+
+
+def test_both_renderings_judge_duplicates_and_group_prefixes_alike(spark, table):
+    frame = spark.read.format("delta").load(table)
+    flagged = fifo.with_duplicates_flagged(frame).select("message_id", "original_id", "duplicate")
+    by_spark = {row.message_id: row.original_id for row in flagged.collect()}
+    history = [row.asDict() for row in frame.select(*DEDUPLICATION_COLUMNS).collect()]
+    assert accepted_originals(history) == by_spark
+    ids = [row["message_id"] for row in ROWS]
+    assert by_spark[ids[5]] is None  # moved in
+    assert sorted(duplicates(history)) == [ids[1], ids[4], ids[6]]
+    native = NativeTables(PathLayout(table.rsplit("/", 1)[0]), RetryPolicy())
+    dups = duplicates(deduplication_history(native, table))
+    assert sorted(dups) == sorted(duplicates(history))
+    chosen = group_prefixes(
+        native,
+        table,
+        ["message_id", "group_id"],
+        living=alive(NOW, ATTRS) & ~col("message_id").isin(dups),
+        ok=claimable(NOW, ATTRS),
+        held=in_flight(NOW),
+        salt="x",
+        limit=100,
+    )
+    by_spark_prefixes = fifo.deliverable(frame, NOW, ATTRS, "x").select("message_id", "group_id")
+
+    def grouped(rows) -> dict[str, list[str]]:
+        groups: dict[str, list[str]] = {}
+        for row in rows:
+            groups.setdefault(row["group_id"], []).append(row["message_id"][-2:])
+        return groups
+
+    # a: held; b: up to its delayed row; c: its moved-in row, not its duplicate, up to the row
+    # awaiting the dead-letter queue; e: a tombstone only
+    expected = {"b": ["03", "04"], "c": ["06"], "f": ["13", "14"]}
+    assert grouped(chosen) == expected
+    assert grouped(r.asDict() for r in by_spark_prefixes.collect()) == expected
+
+
+def entry(body: str, group: str) -> dict[str, str]:
+    return {"body": body, "group_id": group, "deduplication_id": body}
+
+
+def test_spark_and_native_callers_share_a_fifo_queue_the_native_engine_numbers(
+    spark, broker, clock
+):
+    """Native receives beside Spark's `receive_df` on a queue fed by `send_df` and `send_batch`:
+    every message once, each group in send order; the redrive job's move into a FIFO dead-letter
+    queue and the move back keep order too."""
+    assert broker.engine == "native"
+    broker.create_queue("mixed-dead.fifo", fifo=True)
+    queue = broker.create_queue(
+        "mixed.fifo", fifo=True, dead_letter_queue="mixed-dead.fifo", max_receive_count=1
+    )
+    on_spark = Broker(spark, broker.root, clock=clock, engine="spark")
+    by_spark = on_spark.get_queue("mixed.fifo")
+    rows = spark.range(12).select(
+        F.format_string("s-%02d", "id").alias("body"), (F.col("id") % 3).cast("string").alias("g")
+    )
+    assert by_spark.send_df(rows, group_id="g", deduplication_id="body") == 12
+    queue.send_batch([entry(f"n-{i:02d}", str(i % 3)) for i in range(12)])
+    delivered: list[tuple[str, str, int]] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + 240
+
+    def natively() -> None:
+        while len(delivered) < 24 and time.monotonic() < deadline:
+            batch = queue.receive(3, visibility_timeout=3600)
+            with lock:
+                delivered.extend((m.group_id, m.body, m.sequence_number) for m in batch)
+            if batch:
+                assert not queue.delete_batch([m.receipt_handle for m in batch]).failed
+
+    def by_dataframes() -> None:
+        while len(delivered) < 24 and time.monotonic() < deadline:
+            frame = by_spark.receive_df(4, visibility_timeout=3600).cache()
+            got = frame.select("group_id", "body", "sequence_number").collect()
+            with lock:
+                delivered.extend((r.group_id, r.body, r.sequence_number) for r in got)
+            if got:
+                assert not by_spark.delete_df(frame).failed
+
+    run_threads([natively, by_dataframes])
+    assert sorted(body for _, body, _ in delivered) == sorted(
+        [f"s-{i:02d}" for i in range(12)] + [f"n-{i:02d}" for i in range(12)]
+    )
+    assert [b for b, n in Counter(body for _, body, _ in delivered).items() if n > 1] == []
+    for group in "012":
+        mine = [(body, number) for g, body, number in delivered if g == group]
+        assert [n for _, n in mine] == sorted(n for _, n in mine)
+        sent_order = sorted((b for b, _ in mine), key=lambda b: (b[0] != "s", b))  # s- first
+        assert [b for b, _ in mine] == sent_order
+
+    queue.send_batch([entry("x1", "x"), entry("x2", "x")])
+    assert [m.body for m in queue.receive(10, visibility_timeout=5)] == ["x1", "x2"]
+    clock.advance(6)
+    assert on_spark.redrive().moved_to_dead_letter == 2
+    dead = broker.get_queue("mixed-dead.fifo")
+    in_order = sorted(dead.peek(10), key=lambda m: m["sequence_number"])
+    assert [m["body"] for m in in_order] == ["x1", "x2"]
+    assert dead.start_message_move() == 2
+    back = queue.receive(10)
+    assert [m.body for m in back] == ["x1", "x2"] and {m.receive_count for m in back} == {1}
+
+
+def test_fifo_tables_spark_numbers_by_row_tracking_keep_working(spark, tmp_path, clock):
+    root = str(tmp_path / "root")
+    on_spark = Broker(spark, root, clock=clock, engine="spark")
+    old = on_spark.create_queue("old.fifo", fifo=True)
+    location = on_spark.context.record("old.fifo").location
+    assert "rowTracking" in (DeltaTable(location).protocol().writer_features or [])
+    old.send_batch([entry("a1", "a"), entry("a2", "a"), entry("b1", "b")])
+    auto = Broker(spark, root, clock=clock)  # the native engine, Spark for this table
+    assert auto.engine == "native"
+    same = auto.get_queue("old.fifo")
+    assert same.send("a1 again", group_id="a", deduplication_id="a1") == old.send(
+        "a1", group_id="a", deduplication_id="a1"
+    )
+    assert same.stats().visible == 3
+    got = same.receive(10)
+    assert {m.group_id: [x.body for x in got if x.group_id == m.group_id] for m in got} == {
+        "a": ["a1", "a2"],
+        "b": ["b1"],
+    }
+    assert not same.delete_batch([m.receipt_handle for m in got]).failed
+    with pytest.raises(UnsupportedOperation, match="row"):
+        Broker(None, root).get_queue("old.fifo").receive()
