@@ -101,5 +101,7 @@ LOG_RETENTION_HOURS = 48
 LOCAL_LOG_MINUTES = 5
 CHECKPOINT_INTERVAL = 20
 REDRIVE_EVERY_SECONDS = 60
-# The most rows one shared append carries for the concurrent sends of one broker (engine/send.py).
+# The most one shared append carries for the concurrent sends of one broker (engine/send.py):
+# rows, and characters of bodies (a round is one Arrow table in memory).
 SEND_ROUND_MAX_ROWS = 10_000
+SEND_ROUND_MAX_BYTES = 64 * 1024 * 1024

@@ -74,8 +74,7 @@ class QueueContext:
         if not record.attributes.fifo:
             return self.tables
         if self.sequenced(record):
-            assert self.native is not None
-            return self.native
+            return self.native_writer(record)
         if self.spark_tables is None:
             raise UnsupportedOperation(
                 f"FIFO queue {record.name!r} needs Spark: its table numbers messages by Delta row"
@@ -85,12 +84,23 @@ class QueueContext:
         return self.spark_tables
 
     def sequenced(self, record: QueueRecord) -> bool:
-        """Whether the queue is FIFO with a table the native engine numbers."""
-        return (
-            record.attributes.fifo
-            and self.native is not None
-            and self.native.is_sequenced(record.location)
-        )
+        """Whether the queue is FIFO with a table the native engine numbers (asked of the native
+        engine where the broker has it, else of Spark's table details)."""
+        if not record.attributes.fifo:
+            return False
+        if self.native is not None:
+            return self.native.is_sequenced(record.location)
+        return self.bulk is not None and not self.bulk.row_tracking(record.location)
+
+    def native_writer(self, record: QueueRecord) -> NativeTables:
+        """The native engine, for a FIFO table it numbers: only it writes new rows there."""
+        if self.native is None:
+            raise UnsupportedOperation(
+                f"FIFO queue {record.name!r} has a table the native engine numbers, and only that"
+                " engine adds messages to it or claims them; open the root with a broker that"
+                " writes it natively (a local folder, not through Spark Connect)"
+            )
+        return self.native
 
     def spark_only(self, record: QueueRecord) -> bool:
         """Whether the queue's per-message operations need Spark (a row-tracking FIFO table)."""

@@ -179,7 +179,7 @@ def append_frame(
     """Rows a Spark caller sends or moves into a table the native engine numbers (`send_df`, a
     move's copy): collected in their `ENTRY_ORDER`, placed in their groups' shards and appended
     in sequence by the native engine, the only writer of new rows there. With `app_id`, once."""
-    names = [name for name, _, _ in MESSAGE_COLUMNS]
+    names = [name for name, _, _ in MESSAGE_COLUMNS]  # every column, read exactly
     rows = collect_rows(frame.orderBy(ENTRY_ORDER, "message_id"), names)
     shards = record.attributes.shards
     placed = [{**row, "shard": group_shard(row["group_id"], shards)} for row in rows]

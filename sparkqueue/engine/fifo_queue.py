@@ -1,10 +1,10 @@
-"""The FIFO parts of send, receive and stats, on either kind of FIFO table.
+"""The FIFO parts of send, receive, peek and stats, on either kind of FIFO table.
 
 A table the native engine numbers (store/native_fifo.py) is served by delta-rs: sends append in
-sequence, receives take group prefixes with one DataFusion query, and counts leave out the
-duplicates that rules/deduplication.py finds among the few rows sharing a deduplication id. A
-row-tracking table is Spark's (fifo.py). Either way the rules are the same expressions
-(conditions.py) and the same deduplication rule.
+sequence, receives take group prefixes with one DataFusion query, and reads leave out the
+duplicates that rules/deduplication.py finds among the few rows sharing a deduplication id, both
+read from one snapshot. A row-tracking table is Spark's (fifo.py). Either way the rules are the
+same expressions (conditions.py) and the same deduplication rule.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import SentMessage
 from ..rules.deduplication import duplicates, sent_answers
@@ -22,6 +22,11 @@ from ..store.schema import MESSAGE_COLUMNS
 from ..store.statements import Row
 from .conditions import alive, claimable, in_flight
 from .context import QueueContext
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+    from ..store.native_tables import NativeTables
 
 
 def send(ctx: QueueContext, record: QueueRecord, rows: list[dict[str, Any]]) -> list[SentMessage]:
@@ -33,8 +38,7 @@ def send(ctx: QueueContext, record: QueueRecord, rows: list[dict[str, Any]]) -> 
         return send_fifo_rows(ctx, record, rows)
     from ..store.native_fifo import append_in_sequence, deduplication_history, home_shard
 
-    native = ctx.native
-    assert native is not None
+    native = ctx.native_writer(record)
     shards = record.attributes.shards
     placed = [{**row, "shard": home_shard(row["group_id"], shards)} for row in rows]
     what = f"sending to {record.name!r}"
@@ -57,16 +61,17 @@ def candidates(
         return fifo.prefixes(ctx.read(record), now, attrs, wanted, columns)
     from ..store.native_fifo import group_prefixes
 
-    assert ctx.native is not None
+    native, snapshot = _snapshot(ctx, record)
     return group_prefixes(
-        ctx.native,
+        native,
         record.location,
         columns,
-        living=alive(now, attrs) & not_duplicate(ctx, record),
+        living=alive(now, attrs) & _not_duplicate(native, record, snapshot),
         ok=claimable(now, attrs),
         held=in_flight(now),
         salt=secrets.token_hex(16),
         limit=wanted,
+        at=snapshot,
     )
 
 
@@ -79,19 +84,42 @@ def counted(
         from .fifo import aggregate
 
         return aggregate(ctx.read(record), counts, least)
-    kept = not_duplicate(ctx, record)
-    return ctx.tables_for(record).aggregate(
+    native, snapshot = _snapshot(ctx, record)
+    kept = _not_duplicate(native, record, snapshot)
+    return native.aggregate(
         record.location,
         {name: kept & condition for name, condition in counts.items()},
         {name: when([(kept, value)], null("long")) for name, value in least.items()},
+        at=snapshot,
     )
 
 
-def not_duplicate(ctx: QueueContext, record: QueueRecord) -> Expr:
-    """Rows of a table the native engine numbers that are not duplicates, as a condition on
-    the duplicates' ids (few: only rows sharing a deduplication id can be one)."""
+def peek(
+    ctx: QueueContext, record: QueueRecord, where: Expr, columns: Sequence[str], limit: int
+) -> list[Row]:
+    """Rows of a table the native engine numbers meeting `where`, duplicates left out, in send
+    order."""
+    native, snapshot = _snapshot(ctx, record)
+    return native.select(
+        record.location,
+        columns,
+        where & _not_duplicate(native, record, snapshot),
+        order_by=["sent_at", "message_id"],
+        limit=limit,
+        at=snapshot,
+    )
+
+
+def _snapshot(ctx: QueueContext, record: QueueRecord) -> tuple[NativeTables, DeltaTable]:
+    """The native engine and one snapshot of the table: duplicates are judged on the rows read."""
+    native = ctx.native_writer(record)
+    return native, native.open(record.location)
+
+
+def _not_duplicate(native: NativeTables, record: QueueRecord, snapshot: DeltaTable) -> Expr:
+    """Rows that are not duplicates, as a condition on the duplicates' ids (few: only rows
+    sharing a deduplication id can be one)."""
     from ..store.native_fifo import deduplication_history
 
-    assert ctx.native is not None
-    history = deduplication_history(ctx.native, record.location)
+    history = deduplication_history(native, record.location, at=snapshot)
     return ~col("message_id").isin(duplicates(history))

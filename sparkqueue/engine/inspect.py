@@ -51,7 +51,7 @@ def peek(ctx: QueueContext, record: QueueRecord, max_messages: int) -> list[Row]
     FIFO queue's the native engine numbers, without never-delivered duplicates)."""
     visible = claimable(ctx.now(), record.attributes)
     if record.attributes.fifo:
-        visible = visible & fifo_queue.not_duplicate(ctx, record)
+        return fifo_queue.peek(ctx, record, visible, PEEK_FIELDS, max_messages)
     return ctx.tables_for(record).select(
         record.location,
         PEEK_FIELDS,

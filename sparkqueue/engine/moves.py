@@ -178,8 +178,8 @@ class Mover:
         )
         what = f"moving messages from {source.name!r} to {target.name!r}"
         if self._ctx.sequenced(target):  # numbered by the native engine, once per marker
-            assert self._ctx.native is not None
-            fifo.append_frame(self._ctx.native, target, rows, what, app_id=marker)
+            native = self._ctx.native_writer(target)
+            fifo.append_frame(native, target, rows, what, app_id=marker)
             return
         rows = in_entry_order(rows) if ordered else rows.drop(ENTRY_ORDER)
         self._storage.append(

@@ -12,7 +12,7 @@ from typing import Any
 from ..attributes import QueueAttributes
 from ..clock import to_micros
 from ..errors import InvalidParameterValue
-from ..limits import MAX_DELAY_SECONDS, SEND_ROUND_MAX_ROWS
+from ..limits import MAX_DELAY_SECONDS, SEND_ROUND_MAX_BYTES, SEND_ROUND_MAX_ROWS
 from ..model import SentMessage
 from ..rules.checks import check_int
 from ..rules.ids import content_deduplication_id, new_message_id
@@ -107,12 +107,14 @@ def send_entries(
 
 
 def _fitting(sends: Sequence[list[dict[str, Any]]]) -> int:
-    """The oldest sends whose rows fit one append of SEND_ROUND_MAX_ROWS (a larger one alone)."""
-    total = 0
-    for count, rows in enumerate(sends):
-        total += len(rows)
-        if total > SEND_ROUND_MAX_ROWS:
-            return max(1, count)
+    """The oldest sends whose rows fit one append (SEND_ROUND_MAX_ROWS rows, SEND_ROUND_MAX_BYTES
+    of bodies); a larger send runs alone."""
+    rows = size = 0
+    for count, send in enumerate(sends):
+        rows += len(send)
+        size += sum(len(row["body"]) for row in send)
+        if count and (rows > SEND_ROUND_MAX_ROWS or size > SEND_ROUND_MAX_BYTES):
+            return count
     return len(sends)
 
 

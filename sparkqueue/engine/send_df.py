@@ -202,8 +202,7 @@ def send_df(
     what = f"send_df to {record.name!r}"
     try:
         if ctx.sequenced(record):
-            assert ctx.native is not None
-            return fifo.append_frame(ctx.native, record, rows, what)
+            return fifo.append_frame(ctx.native_writer(record), record, rows, what)
         if record.attributes.fifo:
             rows = in_entry_order(rows)
         written = ctx.storage.append(

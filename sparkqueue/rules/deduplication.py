@@ -9,7 +9,7 @@ the sequence, so it is never a duplicate and never makes a later send one.
 
 engine/fifo.py renders the same rule over a whole Spark table (`with_duplicates_flagged`); this
 is the rendering for rows already read (the native engine's receives and counts, and every
-send's answer); tests/integration/test_exprs.py holds the two to one table of cases.
+send's answer); tests/integration/test_fifo_engines.py holds the two to one table of cases.
 """
 
 from __future__ import annotations

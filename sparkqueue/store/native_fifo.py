@@ -3,19 +3,23 @@
 A FIFO queue created by the native engine keeps each message's sequence number in the
 `sequence_number` column (Spark's FIFO tables use Delta row ids instead, which delta-rs cannot
 write). Rows enter such a table through `append_in_sequence` alone, whichever engine's caller
-sends or moves them:
+sends or moves them. The append is one MERGE that inserts the rows into their groups' shards;
+it commits at exactly the version after its snapshot or not at all (no delta-rs retries at a
+later version: a commit in between fails it, and the caller's transaction runs again on a fresh
+snapshot), and each row's number is `(that version) << 32` plus its position in the call. So:
 
-- The append is one MERGE that inserts the rows into their groups' shards and reads exactly
-  those shards (a literal `shard IN (...)` in its condition). delta-rs then rejects its commit if
-  any commit since its snapshot added a file in one of those shards, a blind append included.
-- Each row's number is `(snapshot version + 1) << 32` plus its position in the call.
+- Numbers are unique and follow commit order across the whole table: a row committed later has
+  a larger number than every row already there. A reader sees each group as a prefix of its
+  send order (a receive never hands out a message and later finds an earlier one of its group),
+  and deduplication, which keeps the first accepted send of an id in number order, keeps the
+  send that committed first, whatever groups the two went to: what `send` told each caller
+  when it read back stays true.
+- On a local root the append holds the table's commit lock alone (no other transaction on the
+  table in flight, in this process or another: see locking.py), so it does not lose that race
+  to the queue's own consumers; concurrent appends take turns.
 
-So two appends to one shard never both commit from the same snapshot: the later one to commit
-has read the earlier one's commit, and its snapshot version, hence its numbers, are larger. A
-shard's commit order is its number order, and a group lives in one shard, so a reader sees each
-group as a prefix of its send order: a receive can never hand out message n + 1 of a group and
-later find message n. Appends to different shards commit side by side without conflicts; their
-numbers may tie across shards, where deduplication breaks ties by message id.
+Its MERGE also reads its shards (a literal `shard IN (...)`), so delta-rs would reject it for
+any commit that added files there even if the version check allowed it.
 """
 
 from __future__ import annotations
@@ -25,12 +29,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, Transaction
+from deltalake import CommitProperties, DeltaTable, Transaction
 
 from ..rules.deduplication import DEDUPLICATION_COLUMNS
 from ..rules.expr import Expr
 from .native_sql import quote_name, quote_text, to_sql
-from .native_tables import NO_HOOKS, NativeTables, after_commit, arrow_row, arrow_schema
+from .native_tables import NO_HOOKS, NativeTables, after_commit, arrow_row, arrow_schema, metric
 from .schema import Columns
 from .statements import Row
 
@@ -63,9 +67,9 @@ def append_in_sequence(
         f"t.shard IN ({', '.join(map(str, shards))}) AND t.shard = s.shard"
         " AND t.message_id = s.message_id"
     )
-    commit = None
-    if app_id is not None:
-        commit = CommitProperties(app_transactions=[Transaction(app_id, APPEND_TXN_VERSION)])
+    once = [] if app_id is None else [Transaction(app_id, APPEND_TXN_VERSION)]
+    # Exactly the next version or nothing: the numbers below are that version's.
+    commit = CommitProperties(max_commit_retries=0, app_transactions=once or None)
 
     def attempt() -> list[int] | None:
         table = tables.open(address)
@@ -75,25 +79,37 @@ def append_in_sequence(
         base = (before + 1) << SEQUENCE_SHIFT
         numbered = [{**row, "sequence_number": base + i} for i, row in enumerate(rows)]
         source = pa.Table.from_pylist([arrow_row(row) for row in numbered], arrow_schema(columns))
-        table.merge(
-            source,
-            on,
-            source_alias="s",
-            target_alias="t",
-            commit_properties=commit,
-            post_commithook_properties=NO_HOOKS,
-        ).when_not_matched_insert_all().execute()
+        metrics = (
+            table.merge(
+                source,
+                on,
+                source_alias="s",
+                target_alias="t",
+                commit_properties=commit,
+                post_commithook_properties=NO_HOOKS,
+            )
+            .when_not_matched_insert_all()
+            .execute()
+        )
         after_commit(table, before)
+        inserted = metric(metrics, "num_target_rows_inserted")
+        if inserted != len(rows):  # a message id already there: never expected, never hidden
+            raise RuntimeError(f"{what}: {len(rows)} rows to append, {inserted} inserted")
         return [row["sequence_number"] for row in numbered]
 
-    return tables.transact(address, attempt, what)
+    return tables.transact(address, attempt, what, alone=True)
 
 
 def deduplication_history(
-    tables: NativeTables, address: str, deduplication_ids: Sequence[str] | None = None
+    tables: NativeTables,
+    address: str,
+    deduplication_ids: Sequence[str] | None = None,
+    *,
+    at: DeltaTable | None = None,
 ) -> list[Row]:
     """The rows (tombstones included) that deduplication judges: those with the given ids, or
-    else every row whose id more than one row carries (only those can be duplicates)."""
+    else every row whose id more than one row carries (only those can be duplicates); on the
+    latest snapshot or the one `at` holds."""
     name = quote_name("deduplication_id")
     if deduplication_ids is None:
         wanted = (
@@ -105,7 +121,7 @@ def deduplication_history(
     else:
         wanted = f"{name} IN ({', '.join(map(quote_text, deduplication_ids))})"
     names = ", ".join(map(quote_name, DEDUPLICATION_COLUMNS))
-    return tables.query(address, f"SELECT {names} FROM t WHERE {wanted}")
+    return tables.query(address, f"SELECT {names} FROM t WHERE {wanted}", at=at)
 
 
 def group_prefixes(
@@ -118,6 +134,7 @@ def group_prefixes(
     held: Expr,
     salt: str,
     limit: int,
+    at: DeltaTable | None = None,
 ) -> list[Row]:
     """Up to `limit` rows a FIFO receive may claim (DataFusion's rendering of engine/fifo.py's
     `deliverable`): among `living` rows, each group with no `held` row gives its `ok` rows up to
@@ -138,4 +155,4 @@ def group_prefixes(
         ) WHERE _ok AND _blocked = 0 AND (_stop IS NULL OR {sequence} < _stop)
         ORDER BY _order, {sequence}, {quote_name("message_id")}
         LIMIT {int(limit)}"""
-    return tables.query(address, statement)
+    return tables.query(address, statement, at=at)

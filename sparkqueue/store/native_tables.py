@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 from deltalake import DeltaTable, PostCommitHookProperties, QueryBuilder, write_deltalake
-from deltalake.exceptions import TableNotFoundError
+from deltalake.exceptions import DeltaProtocolError, TableNotFoundError
 
 from ..errors import UnsupportedOperation
 from ..rules.expr import Expr, col
@@ -86,10 +86,11 @@ class NativeTables:
         folder = self._layout.folder(address)
         return folder if folder is not None else address
 
-    def query(self, address: str, statement: str) -> list[Row]:
+    def query(self, address: str, statement: str, *, at: DeltaTable | None = None) -> list[Row]:
         """Runs a DataFusion query over the table as `t` (statement text from native_sql.py's
-        renderings only)."""
-        reader = QueryBuilder().register("t", self.open(address)).execute(statement)
+        renderings only), on its latest snapshot or the one `at` holds."""
+        table = self.open(address) if at is None else at
+        reader = QueryBuilder().register("t", table).execute(statement)
         # (not pa.table(reader): it imports pandas, half a second of a CLI command's start)
         table = pa.RecordBatchReader.from_stream(reader).read_all()
         return [_row(values) for values in table.to_pylist()]
@@ -102,6 +103,7 @@ class NativeTables:
         *,
         order_by: Sequence[str] = (),
         limit: int | None = None,
+        at: DeltaTable | None = None,
     ) -> list[Row]:
         statement = f"SELECT {', '.join(map(quote_name, columns))} FROM t"
         if where is not None:
@@ -110,14 +112,21 @@ class NativeTables:
             statement += f" ORDER BY {', '.join(map(quote_name, order_by))}"
         if limit is not None:
             statement += f" LIMIT {int(limit)}"
-        return self.query(address, statement)
+        return self.query(address, statement, at=at)
 
-    def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
+    def aggregate(
+        self,
+        address: str,
+        counts: dict[str, Expr],
+        least: dict[str, Expr],
+        *,
+        at: DeltaTable | None = None,
+    ) -> Row:
         parts = [
             f"COUNT(CASE WHEN {to_sql(c)} THEN 1 END) AS {quote_name(n)}" for n, c in counts.items()
         ]
         parts += [f"MIN({to_sql(value)}) AS {quote_name(n)}" for n, value in least.items()]
-        return self.query(address, f"SELECT {', '.join(parts)} FROM t")[0]
+        return self.query(address, f"SELECT {', '.join(parts)} FROM t", at=at)[0]
 
     def is_sequenced(self, address: str) -> bool:
         """Whether a FIFO table numbers its messages in a `sequence_number` column, written by
@@ -129,6 +138,8 @@ class NativeTables:
                 features = self.open(address).protocol().writer_features or []
             except TableNotFoundError:
                 return True  # not (yet) there: the native engine would create it
+            except DeltaProtocolError:  # a table delta-rs cannot even read is Spark's
+                features = ["rowTracking"]
             known = self._sequenced[address] = "rowTracking" not in features
         return known
 

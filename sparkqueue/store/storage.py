@@ -58,6 +58,8 @@ class _Root:
     # Catalog tables of a local schema that this process's catalog is known to hold.
     attached: set[str] = field(default_factory=set)
     known_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Per table: whether it has Delta row tracking (a table keeps its features for life).
+    row_tracking: dict[str, bool] = field(default_factory=dict)
 
 
 class Storage:
@@ -133,6 +135,15 @@ class Storage:
         row = self.spark.sql(statement).select("version").first()
         assert row is not None
         return int(row.version)
+
+    def row_tracking(self, address: str) -> bool:
+        """Whether the table numbers rows by Delta row tracking (read once per table)."""
+        known = self._root.row_tracking.get(address)
+        if known is None:
+            row = self.detail(address).select("tableFeatures").first()
+            features = (row.tableFeatures if row is not None else None) or []
+            known = self._root.row_tracking[address] = "rowTracking" in features
+        return known
 
     def detail(self, address: str) -> DataFrame:
         return self.spark.sql(sql.describe_detail(self._table(address).sql))

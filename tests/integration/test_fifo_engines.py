@@ -5,6 +5,7 @@ keep working."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import Counter
@@ -17,7 +18,7 @@ from pyspark.sql import functions as F
 
 from sparkqueue import Broker
 from sparkqueue.attributes import QueueAttributes
-from sparkqueue.engine import fifo
+from sparkqueue.engine import fifo, send
 from sparkqueue.engine.conditions import alive, claimable, in_flight
 from sparkqueue.errors import UnsupportedOperation
 from sparkqueue.rules.deduplication import DEDUPLICATION_COLUMNS, accepted_originals, duplicates
@@ -197,3 +198,25 @@ def test_fifo_tables_spark_numbers_by_row_tracking_keep_working(spark, tmp_path,
     assert not same.delete_batch([m.receipt_handle for m in got]).failed
     with pytest.raises(UnsupportedOperation, match="row"):
         Broker(None, root).get_queue("old.fifo").receive()
+
+
+def test_a_broker_without_the_native_engine_never_writes_a_table_it_numbers(spark, broker):
+    """A broker with Spark but no native engine (a Spark Connect session on a local root) tells
+    the two kinds of FIFO table apart from Spark's table details, and refuses to add messages to
+    one the native engine numbers rather than append rows without numbers."""
+    broker.create_queue("native.fifo", fifo=True)
+    record = broker.context.record("native.fifo")
+    on_spark = Broker(spark, broker.root, engine="spark")
+    without = dataclasses.replace(on_spark.context, native=None)
+    assert without.sequenced(record) and not without.spark_only(record)
+    with pytest.raises(UnsupportedOperation, match="natively"):
+        without.tables_for(record)
+    with pytest.raises(UnsupportedOperation, match="natively"):
+        send.send_entries(
+            without, record, [send.normalize_entry(entry("m", "g"), record.attributes)]
+        )
+    assert broker.get_queue("native.fifo").stats().visible == 0
+    old = on_spark.create_queue("spark.fifo", fifo=True)
+    assert dataclasses.replace(old._ctx, native=None).spark_only(
+        on_spark.context.record("spark.fifo")
+    )

@@ -211,3 +211,48 @@ def test_an_append_with_an_app_id_lands_once(broker):
     again = append_in_sequence(native, record.location, MESSAGE_COLUMNS, [copy], "copy", app_id="m")
     assert again is None
     assert [m.body for m in drain(queue)] == ["first", "first"]
+
+
+def test_concurrent_sends_of_one_id_to_different_groups_keep_the_answer_they_were_given(broker):
+    """Deduplication is queue-wide (SQS's default): sends of one id to different groups land in
+    different shards, and the one accepted must be the one every sender was told of, delivered
+    once. Numbers follow commit order across shards, so a later commit never wins."""
+    queue = broker.create_queue("orders.fifo", fifo=True)
+    start = threading.Barrier(4, timeout=60)
+    told: dict[int, list[str]] = {r: [] for r in range(6)}
+    lock = threading.Lock()
+
+    def produce(producer: int) -> None:
+        for order in range(6):
+            start.wait()
+            sent = queue.send(f"{producer}-{order}", group_id=f"g{producer}",
+                              deduplication_id=f"o{order}")  # fmt: skip
+            with lock:
+                told[order].append(sent)
+
+    threads = [threading.Thread(target=produce, args=(p,)) for p in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    delivered = drain(queue)
+    by_order = {m.deduplication_id: m.message_id for m in delivered}
+    assert len(delivered) == len(by_order) == 6  # one delivery per deduplication id
+    for order, answers in told.items():
+        assert set(answers) == {by_order[f"o{order}"]}, order
+
+
+def test_a_fifo_claim_leaves_the_other_groups_of_its_file_alone(tmp_path, clock):
+    """The claim's guard fails only for the rows the UPDATE claims: other groups' rows in the
+    same file (one shard) never trip it."""
+    queue = Broker(None, str(tmp_path / "root"), clock=clock).create_queue(
+        "one.fifo", fifo=True, shards=1
+    )
+    queue.send_batch([entry(f"{g}-{i}", g) for i in range(3) for g in "abc"])
+    first = queue.receive(3, visibility_timeout=600)
+    assert len({m.group_id for m in first}) == 1 and len(first) == 3
+    rest = drain(queue)
+    assert sorted(m.body for m in first + rest) == sorted(
+        f"{g}-{i}" for i in range(3) for g in "abc"
+    )
+    check_order(first + rest)
