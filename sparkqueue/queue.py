@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .attributes import QueueAttributes
-from .engine import inspect, lifecycle, rounds, send
+from .engine import fifo_queue, inspect, lifecycle, rounds, send
 from .engine.context import QueueContext
 from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist, QueueError
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
@@ -380,7 +380,7 @@ class Queue:
         check_int("max_messages", max_messages, 1, MAX_RECEIVE)
         ctx = self._ctx.quick
         record = ctx.record(self.name)
-        if record.attributes.fifo and ctx.spark_only(record):  # without duplicates, by Spark
+        if record.attributes.fifo and fifo_queue.reader(ctx, record) is None:  # by Spark
             ctx.tables_for(record)  # says so when the broker has no Spark
             from .engine import inspect_df
 

@@ -55,13 +55,14 @@ def candidates(
     """Up to `wanted` rows a FIFO receive may claim: whole group prefixes (see fifo.py), groups
     in an order of this receive's own, so concurrent receivers start on different groups."""
     attrs = record.attributes
-    if not ctx.sequenced(record):
+    native = reader(ctx, record)
+    if native is None:  # Spark reads either kind (the claim after it says who may write)
         from . import fifo
 
         return fifo.prefixes(ctx.read(record), now, attrs, wanted, columns)
     from ..store.native_fifo import group_prefixes
 
-    native, snapshot = _snapshot(ctx, record)
+    snapshot = native.open(record.location)
     return group_prefixes(
         native,
         record.location,
@@ -80,11 +81,12 @@ def counted(
 ) -> Row:
     """`Tables.aggregate` over a FIFO queue's messages as receivers see them: never-delivered
     duplicates left out (`least` values are 64-bit integers)."""
-    if not ctx.sequenced(record):
+    native = reader(ctx, record)
+    if native is None:
         from .fifo import aggregate
 
         return aggregate(ctx.read(record), counts, least)
-    native, snapshot = _snapshot(ctx, record)
+    snapshot = native.open(record.location)
     kept = _not_duplicate(native, record, snapshot)
     return native.aggregate(
         record.location,
@@ -98,8 +100,11 @@ def peek(
     ctx: QueueContext, record: QueueRecord, where: Expr, columns: Sequence[str], limit: int
 ) -> list[Row]:
     """Rows of a table the native engine numbers meeting `where`, duplicates left out, in send
-    order."""
-    native, snapshot = _snapshot(ctx, record)
+    order (a broker with that engine: see `reader`)."""
+    native = reader(ctx, record)
+    if native is None:
+        raise ValueError(f"{record.name!r} is read by Spark here (inspect_df.peek_rows)")
+    snapshot = native.open(record.location)
     return native.select(
         record.location,
         columns,
@@ -110,10 +115,13 @@ def peek(
     )
 
 
-def _snapshot(ctx: QueueContext, record: QueueRecord) -> tuple[NativeTables, DeltaTable]:
-    """The native engine and one snapshot of the table: duplicates are judged on the rows read."""
-    native = ctx.native_writer(record)
-    return native, native.open(record.location)
+def reader(ctx: QueueContext, record: QueueRecord) -> NativeTables | None:
+    """The native engine where it reads this FIFO queue (a table it numbers, on a broker that
+    has it); None where Spark reads it. Each read takes one snapshot, so duplicates are judged on
+    the very rows read."""
+    if ctx.native is not None and ctx.sequenced(record):
+        return ctx.native
+    return None
 
 
 def _not_duplicate(native: NativeTables, record: QueueRecord, snapshot: DeltaTable) -> Expr:

@@ -19,6 +19,7 @@ far longer than the minute between redrive passes that finish interrupted moves.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime
 
@@ -38,6 +39,7 @@ from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due, retire
 from .context import QueueContext
 from .fifo import ENTRY_ORDER, home_shard, in_entry_order
 
+log = logging.getLogger(__name__)
 COPY_TXN_VERSION = 1  # each marker is its own txnAppId, written once
 
 StepHook = Callable[[str, str], None]
@@ -75,6 +77,8 @@ class Mover:
         the queue it came from; finishes interrupted moves first."""
         self.finish_pending(source, now)
         attrs = source.attributes
+        if self._ctx.native is None:  # refuse before marking what could not be copied
+            self._check_writable(source, destination)
         return self.move(
             source,
             due(now) & alive(now, attrs) & ~being_moved(),
@@ -82,6 +86,24 @@ class Mover:
             now,
             limit,
         )
+
+    def _check_writable(self, source: QueueRecord, destination: str | None) -> None:
+        names = (
+            [destination]
+            if destination is not None
+            else [
+                row.moved_from
+                for row in self._storage.read(source.location)
+                .where(F.col("moved_from").isNotNull())
+                .select("moved_from")
+                .distinct()
+                .collect()
+            ]
+        )
+        for name in names:
+            target = self._ctx.registry.get(name)
+            if target is not None and not self.writable(target):
+                self._ctx.native_writer(target)  # raises UnsupportedOperation, saying why
 
     def finish_pending(self, source: QueueRecord, now: datetime) -> int:
         """Completes moves that an earlier, interrupted run left marked in `source`."""
@@ -143,12 +165,22 @@ class Mover:
         self._on_step("marked", source.name)
         return markers
 
+    def writable(self, target: QueueRecord) -> bool:
+        """Whether this broker can copy rows into `target`: a FIFO table the native engine
+        numbers takes them from that engine only (not through Spark Connect)."""
+        return self._ctx.native is not None or not self._ctx.sequenced(target)
+
     def _finish(self, source: QueueRecord, marker: str, now: datetime) -> int:
-        """Steps 2 and 3 for one marker; both are no-ops when already done."""
+        """Steps 2 and 3 for one marker; both are no-ops when already done. A destination this
+        broker cannot write keeps the marked rows for a broker that can (logged, never raised:
+        the rest of a redrive pass goes on)."""
         target_name = marker.split(":", 2)[2]
         target = self._ctx.registry.get(target_name)
         if target is None:
             self._unmark(source, marker, now)
+            return 0
+        if not self.writable(target):
+            log.warning("moves to %r wait for a broker with the native engine", target_name)
             return 0
         self._copy(source, marker, target, now)
         self._on_step("copied", source.name)

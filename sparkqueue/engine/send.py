@@ -112,7 +112,7 @@ def _fitting(sends: Sequence[list[dict[str, Any]]]) -> int:
     rows = size = 0
     for count, send in enumerate(sends):
         rows += len(send)
-        size += sum(len(row["body"]) for row in send)
+        size += sum(message_size(row["body"], row["attributes"]) for row in send)
         if count and (rows > SEND_ROUND_MAX_ROWS or size > SEND_ROUND_MAX_BYTES):
             return count
     return len(sends)

@@ -114,8 +114,11 @@ class Redrive:
             moved += self._mover.finish_pending(record, now)
         target = attrs.dead_letter_queue
         if todo["exhausted"] and target is not None:
-            if self._ctx.registry.get(target) is None:
+            dead = self._ctx.registry.get(target)
+            if dead is None:
                 log.warning("redrive %s: dead-letter queue %r does not exist", name, target)
+            elif not self._mover.writable(dead):
+                log.warning("redrive %s: %r is written natively only; not moving", name, target)
             else:
                 step(f"moving exhausted messages to {target!r}")
                 moved += self._mover.move(record, exhausted(now, attrs), F.lit(target), now)

@@ -57,8 +57,13 @@ class ProcessLock:
             while self._alone:
                 self._cond.wait()
             self._alone = True
-            while self._holders:
-                self._cond.wait()
+            try:
+                while self._holders:
+                    self._cond.wait()
+            except BaseException:  # interrupted while waiting: never leave the lock wedged
+                self._alone = False
+                self._cond.notify_all()
+                raise
         try:
             fd = self._lock_file()
             try:

@@ -25,6 +25,7 @@ any commit that added files there even if the version check allowed it.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,7 +68,9 @@ def append_in_sequence(
         f"t.shard IN ({', '.join(map(str, shards))}) AND t.shard = s.shard"
         " AND t.message_id = s.message_id"
     )
-    once = [] if app_id is None else [Transaction(app_id, APPEND_TXN_VERSION)]
+    # With its time, so Delta's setTransactionRetentionDuration lets the app id go in the end.
+    stamp = int(time.time() * 1000)
+    once = [] if app_id is None else [Transaction(app_id, APPEND_TXN_VERSION, stamp)]
     # Exactly the next version or nothing: the numbers below are that version's.
     commit = CommitProperties(max_commit_retries=0, app_transactions=once or None)
 
@@ -93,7 +96,10 @@ def append_in_sequence(
         )
         after_commit(table, before)
         inserted = metric(metrics, "num_target_rows_inserted")
-        if inserted != len(rows):  # a message id already there: never expected, never hidden
+        # Only a message id already in its shard is skipped, and ids are new (sends) or leave
+        # their source only after this append (moves, whose repeats the app id skips): never
+        # expected, but never hidden either.
+        if inserted != len(rows):
             raise RuntimeError(f"{what}: {len(rows)} rows to append, {inserted} inserted")
         return [row["sequence_number"] for row in numbered]
 

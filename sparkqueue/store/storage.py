@@ -137,9 +137,12 @@ class Storage:
         return int(row.version)
 
     def row_tracking(self, address: str) -> bool:
-        """Whether the table numbers rows by Delta row tracking (read once per table)."""
+        """Whether the table numbers rows by Delta row tracking (read once per table); True for
+        a table not there (yet): Spark creates FIFO tables with it."""
         known = self._root.row_tracking.get(address)
         if known is None:
+            if not self.exists(address):
+                return True
             row = self.detail(address).select("tableFeatures").first()
             features = (row.tableFeatures if row is not None else None) or []
             known = self._root.row_tracking[address] = "rowTracking" in features

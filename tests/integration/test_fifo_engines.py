@@ -18,8 +18,9 @@ from pyspark.sql import functions as F
 
 from sparkqueue import Broker
 from sparkqueue.attributes import QueueAttributes
-from sparkqueue.engine import fifo, send
+from sparkqueue.engine import fifo, inspect, send
 from sparkqueue.engine.conditions import alive, claimable, in_flight
+from sparkqueue.engine.moves import Mover
 from sparkqueue.errors import UnsupportedOperation
 from sparkqueue.rules.deduplication import DEDUPLICATION_COLUMNS, accepted_originals, duplicates
 from sparkqueue.rules.expr import col
@@ -200,13 +201,15 @@ def test_fifo_tables_spark_numbers_by_row_tracking_keep_working(spark, tmp_path,
         Broker(None, root).get_queue("old.fifo").receive()
 
 
-def test_a_broker_without_the_native_engine_never_writes_a_table_it_numbers(spark, broker):
+def test_a_broker_without_the_native_engine_never_writes_a_table_it_numbers(spark, broker, clock):
     """A broker with Spark but no native engine (a Spark Connect session on a local root) tells
     the two kinds of FIFO table apart from Spark's table details, and refuses to add messages to
     one the native engine numbers rather than append rows without numbers."""
-    broker.create_queue("native.fifo", fifo=True)
+    native_queue = broker.create_queue("native.fifo", fifo=True)
+    native_queue.send_batch([entry("a1", "a"), entry("a2", "a")])
+    native_queue.send("a1 again", group_id="a", deduplication_id="a1")  # a duplicate
     record = broker.context.record("native.fifo")
-    on_spark = Broker(spark, broker.root, engine="spark")
+    on_spark = Broker(spark, broker.root, engine="spark", clock=clock)
     without = dataclasses.replace(on_spark.context, native=None)
     assert without.sequenced(record) and not without.spark_only(record)
     with pytest.raises(UnsupportedOperation, match="natively"):
@@ -215,7 +218,10 @@ def test_a_broker_without_the_native_engine_never_writes_a_table_it_numbers(spar
         send.send_entries(
             without, record, [send.normalize_entry(entry("m", "g"), record.attributes)]
         )
-    assert broker.get_queue("native.fifo").stats().visible == 0
+    # Spark still reads it (the redrive job's counts): the same answers as the native engine's
+    assert inspect.stats(without, record) == native_queue.stats()
+    assert inspect.stats(without, record).visible == 2
+    assert not Mover(without).writable(record) and Mover(broker.context).writable(record)
     old = on_spark.create_queue("spark.fifo", fifo=True)
     assert dataclasses.replace(old._ctx, native=None).spark_only(
         on_spark.context.record("spark.fifo")

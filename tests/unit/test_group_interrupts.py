@@ -160,3 +160,31 @@ def test_an_interrupt_in_a_round_leaves_the_round_whole():
     assert results == {3: 30}
     assert sorted(ran) == [1, 2, 3]  # the interrupted operation ran: the interrupt ended a wait
     assert committer.submit(4, run) == 40
+
+
+def test_ctrl_c_while_waiting_to_hold_a_table_alone_leaves_the_lock_usable(tmp_path):
+    """A FIFO send waits for the table's transactions in flight (ProcessLock.hold_alone); Ctrl-C
+    there must not leave the lock held alone forever, hanging every later transaction."""
+    from sparkqueue.store.locking import ProcessLock
+
+    lock = ProcessLock(str(tmp_path / "locks" / "t.lock"))
+    inside, release = threading.Event(), threading.Event()
+
+    def transaction() -> None:
+        with lock.hold():
+            inside.set()
+            release.wait(timeout=10)
+
+    holder = threading.Thread(target=transaction)
+    holder.start()
+    inside.wait(timeout=10)
+    interrupt_when(lambda: lock._alone)  # once it waits for the holder inside
+    with pytest.raises(KeyboardInterrupt):
+        with lock.hold_alone():
+            pass
+    release.set()
+    holder.join()
+    later = threading.Thread(target=lambda: lock.hold().__enter__())
+    later.start()
+    later.join(timeout=5)
+    assert not later.is_alive()  # before the fix it waited forever for the lone holder
