@@ -81,6 +81,7 @@ def celery_load(broker: Broker, tasks: int = 50, timeout: float = 300.0) -> dict
 def _app(folder: str, env: dict[str, str]) -> Any:
     """The tasks module's Celery app, loaded in this process as the producer."""
     os.environ["SPARKQUEUE_BENCH_BROKER"] = env["SPARKQUEUE_BENCH_BROKER"]
+    sys.modules.pop("bench_tasks", None)  # an earlier run's app names an endpoint now closed
     sys.path.insert(0, folder)
     try:
         import bench_tasks  # type: ignore[import-not-found]
