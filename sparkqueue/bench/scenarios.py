@@ -168,12 +168,7 @@ def load(
     if producer:
         threads.append(threading.Thread(target=produce))
     retries_before = broker.conflict_retries
-    for thread in threads:
-        thread.start()
-    time.sleep(sizes.load_seconds)  # the measurement window, not a visibility timeout
-    stop.set()
-    for thread in threads:
-        thread.join()
+    _run_for(threads, stop, sizes.load_seconds)
     if buffered is not None:
         buffered.close()  # flushes the last deletes, releases what was never handed out
     left = {row.message_id for row in queue.peek_df(10_000_000).select("message_id").collect()}
@@ -189,6 +184,17 @@ def load(
 
 
 FIFO_GROUPS = 50
+
+
+def _run_for(threads: list[threading.Thread], stop: threading.Event, seconds: float) -> None:
+    """Runs `threads` for a measurement window of `seconds` (not a visibility timeout), then
+    sets `stop` and waits for them."""
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
 
 
 def fifo_load(broker: Broker, sizes: Sizes) -> dict[str, Any]:
@@ -212,13 +218,7 @@ def fifo_load(broker: Broker, sizes: Sizes) -> dict[str, Any]:
                     delivered.extend(messages)
                 queue.delete_batch([m.receipt_handle for m in messages])
 
-    threads = [threading.Thread(target=consume) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    time.sleep(sizes.load_seconds)  # the measurement window, not a visibility timeout
-    stop.set()
-    for thread in threads:
-        thread.join()
+    _run_for([threading.Thread(target=consume) for _ in range(2)], stop, sizes.load_seconds)
     out_of_order = 0
     for group in {m.group_id for m in delivered}:
         numbers = [m.sequence_number for m in delivered if m.group_id == group]

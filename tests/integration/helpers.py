@@ -27,3 +27,16 @@ def queue_table(queue):
     """The Delta table behind a queue, as the engine reads it (FIFO: with sequence numbers)."""
     context = queue._ctx
     return context.read(context.record(queue.name))
+
+
+def rows_table(folder, rows: list[dict]) -> str:
+    """A Delta table of whole message rows, written by delta-rs, at `folder`/t."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from sparkqueue.store.native_tables import arrow_schema
+    from sparkqueue.store.schema import MESSAGE_COLUMNS
+
+    path = str(folder / "t")
+    write_deltalake(path, pa.Table.from_pylist(rows, arrow_schema(MESSAGE_COLUMNS)))
+    return path

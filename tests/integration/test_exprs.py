@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, QueryBuilder, write_deltalake
+from deltalake import DeltaTable, QueryBuilder
 
 from sparkqueue.attributes import QueueAttributes
 from sparkqueue.engine import conditions
@@ -25,9 +25,10 @@ from sparkqueue.rules.expr import (
     when,
 )
 from sparkqueue.store.native_sql import to_sql
-from sparkqueue.store.native_tables import arrow_schema
 from sparkqueue.store.schema import MESSAGE_COLUMNS
 from sparkqueue.store.spark_exprs import to_column
+
+from .helpers import rows_table
 
 NOW = datetime(2026, 11, 26, 12, 0, 0, 123456, tzinfo=UTC)
 ATTRS = QueueAttributes(dead_letter_queue="dlq", max_receive_count=3, retention_seconds=3600)
@@ -79,9 +80,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("exprs") / "t")
-    write_deltalake(path, pa.Table.from_pylist(ROWS, arrow_schema(MESSAGE_COLUMNS)))
-    return path
+    return rows_table(tmp_path_factory.mktemp("exprs"), ROWS)
 
 
 def test_both_renderings_agree_on_every_rule_and_row(spark, table):

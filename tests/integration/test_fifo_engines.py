@@ -11,9 +11,8 @@ import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
 from sparkqueue import Broker
@@ -25,12 +24,12 @@ from sparkqueue.errors import UnsupportedOperation
 from sparkqueue.rules.deduplication import DEDUPLICATION_COLUMNS, accepted_originals, duplicates
 from sparkqueue.rules.expr import col
 from sparkqueue.store.native_fifo import deduplication_history, group_prefixes
-from sparkqueue.store.native_tables import NativeTables, arrow_schema
+from sparkqueue.store.native_tables import NativeTables
 from sparkqueue.store.schema import MESSAGE_COLUMNS
 from sparkqueue.store.tables import PathLayout
 from sparkqueue.store.transactions import RetryPolicy
 
-from .helpers import run_threads
+from .helpers import rows_table, run_threads
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 ATTRS = QueueAttributes(fifo=True, dead_letter_queue="dead.fifo", max_receive_count=3)
@@ -69,9 +68,7 @@ ROWS = [
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("fifo") / "t")
-    write_deltalake(path, pa.Table.from_pylist(ROWS, arrow_schema(MESSAGE_COLUMNS)))
-    return path
+    return rows_table(tmp_path_factory.mktemp("fifo"), ROWS)
 
 
 def test_both_renderings_judge_duplicates_and_group_prefixes_alike(spark, table):

@@ -179,9 +179,8 @@ def test_ctrl_c_while_waiting_to_hold_a_table_alone_leaves_the_lock_usable(tmp_p
     holder.start()
     inside.wait(timeout=10)
     interrupt_when(lambda: lock._alone)  # once it waits for the holder inside
-    with pytest.raises(KeyboardInterrupt):
-        with lock.hold_alone():
-            pass
+    with pytest.raises(KeyboardInterrupt), lock.hold_alone():
+        pass
     release.set()
     holder.join()
     later = threading.Thread(target=lambda: lock.hold().__enter__())

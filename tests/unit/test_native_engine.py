@@ -28,19 +28,8 @@ from sparkqueue.rules.expr import col, lit
 from sparkqueue.store.native_sql import literal, to_sql
 from sparkqueue.store.native_tables import arrow_schema
 from sparkqueue.store.schema import MESSAGE_COLUMNS
-from sparkqueue.testing import FakeClock
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def broker(tmp_path, clock) -> Broker:
-    return Broker(None, str(tmp_path / "root"), clock=clock)
 
 
 def _evaluate(sql: str) -> object:

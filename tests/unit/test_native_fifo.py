@@ -22,19 +22,8 @@ from sparkqueue.rules import handles
 from sparkqueue.store.native_fifo import append_in_sequence
 from sparkqueue.store.schema import MESSAGE_COLUMNS
 from sparkqueue.store.transactions import STALE_READ_MARKER
-from sparkqueue.testing import FakeClock
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def broker(tmp_path, clock) -> Broker:
-    return Broker(None, str(tmp_path / "root"), clock=clock)
 
 
 def entry(body: str, group: str) -> dict[str, str]:
