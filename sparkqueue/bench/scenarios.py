@@ -50,7 +50,7 @@ SMOKE = Sizes(
     drain_batch=1_000,
     operations=4,
     window=2,
-    load_seconds=5.0,  # long enough for the Spark engine's first claims to land
+    load_seconds=2.0,
     consumers=2,
     redrive_messages=2_000,
     expired=100,
@@ -58,7 +58,7 @@ SMOKE = Sizes(
     worker_seconds=1.0,
     worker_batches="10",
     prefetch=20,
-    endpoint_seconds=2.0,
+    endpoint_seconds=1.0,
     celery_tasks=3,
 )
 
