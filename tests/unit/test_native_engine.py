@@ -169,37 +169,50 @@ def test_a_producer_beside_consumers_loses_nothing_and_delivers_once(broker):
     survive that (a cast in one failed every such round with "Invalid function 'utf8'")."""
     queue = broker.create_queue("busy")
     sent: list[str] = []
-    taken: list[str] = []
-    errors: list[BaseException] = []
-    producing = threading.Event()
-    producing.set()
 
     def produce() -> None:
         for i in range(30):
             sent.extend(queue.send_batch([f"p{i}-a", f"p{i}-b"]))
-        producing.clear()
+
+    taken = [m.message_id for m in produce_beside_consumers(queue, [produce], 3, 2)]
+    assert sorted(taken) == sorted(sent), Counter(taken).most_common(3)
+
+
+def produce_beside_consumers(queue, producers, consumers: int, max_messages: int) -> list:
+    """Runs the `producers` beside `consumers` threads that receive and delete until the
+    producers are done and two receives in a row came back empty; returns what was delivered,
+    in delivery order (noted before each delete)."""
+    delivered: list = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    producing = threading.Event()
+    producing.set()
 
     def consume() -> None:
         try:
             idle = 0
             while producing.is_set() or idle < 2:
-                messages = queue.receive(2, visibility_timeout=3600)
+                messages = queue.receive(max_messages, visibility_timeout=3600)
                 idle = 0 if messages else idle + 1
-                taken.extend(m.message_id for m in messages)
+                with lock:
+                    delivered.extend(messages)
                 if messages:
                     assert not queue.delete_batch([m.receipt_handle for m in messages]).failed
         except BaseException as error:
             errors.append(error)
             producing.clear()
 
-    threads = [threading.Thread(target=produce)]
-    threads += [threading.Thread(target=consume) for _ in range(3)]
-    for thread in threads:
+    making = [threading.Thread(target=produce) for produce in producers]
+    taking = [threading.Thread(target=consume) for _ in range(consumers)]
+    for thread in making + taking:
         thread.start()
-    for thread in threads:
+    for thread in making:
+        thread.join()
+    producing.clear()
+    for thread in taking:
         thread.join()
     assert errors == []
-    assert sorted(taken) == sorted(sent), Counter(taken).most_common(3)
+    return delivered
 
 
 def test_every_file_the_native_engine_writes_keeps_the_columns_types(broker, clock):

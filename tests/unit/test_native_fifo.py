@@ -22,6 +22,7 @@ from sparkqueue.rules import handles
 from sparkqueue.store.native_fifo import append_in_sequence
 from sparkqueue.store.schema import MESSAGE_COLUMNS
 from sparkqueue.store.transactions import STALE_READ_MARKER
+from tests.unit.test_native_engine import produce_beside_consumers
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,10 +100,6 @@ def test_a_claim_that_read_a_group_before_another_took_it_fails_whole(broker, cl
 def test_concurrent_producers_and_consumers_keep_each_groups_order(broker):
     queue = broker.create_queue("orders.fifo", fifo=True)
     sent: list[str] = []
-    delivered: list = []
-    errors: list[BaseException] = []
-    producing = threading.Event()
-    producing.set()
     lock = threading.Lock()
 
     def produce(producer: int) -> None:
@@ -112,29 +109,8 @@ def test_concurrent_producers_and_consumers_keep_each_groups_order(broker):
             with lock:
                 sent.extend(ids)
 
-    def consume() -> None:
-        try:
-            idle = 0
-            while producing.is_set() or idle < 2:
-                batch = queue.receive(10, visibility_timeout=3600)
-                idle = 0 if batch else idle + 1
-                with lock:
-                    delivered.extend(batch)
-                if batch:
-                    assert not queue.delete_batch([m.receipt_handle for m in batch]).failed
-        except BaseException as error:
-            errors.append(error)
-
-    producers = [threading.Thread(target=produce, args=(p,)) for p in range(3)]
-    consumers = [threading.Thread(target=consume) for _ in range(2)]
-    for thread in producers + consumers:
-        thread.start()
-    for thread in producers:
-        thread.join()
-    producing.clear()
-    for thread in consumers:
-        thread.join()
-    assert errors == []
+    producers = [lambda p=p: produce(p) for p in range(3)]
+    delivered = produce_beside_consumers(queue, producers, 2, 10)
     assert sorted(m.message_id for m in delivered) == sorted(sent)
     check_order(delivered)
 
