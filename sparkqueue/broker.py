@@ -6,7 +6,7 @@ It owns the storage, registry and clock, hands them to the engine and services a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .attributes import QueueAttributes
@@ -48,9 +48,16 @@ class Broker:
     Catalog on Databricks. Exactly one of the two is given.
 
     `engine` says who reads and commits the per-message operations: "native" (delta-rs, no JVM,
-    a root on the local disk), "spark", or "auto": native where it can write the root, Spark
-    elsewhere (catalog mode, Spark Connect). `spark` may be None for a broker that never touches
-    Spark; DataFrame methods, FIFO queues and the redrive job then say that they need a session.
+    a root on the local disk or on object storage), "spark", or "auto": native where it can
+    write the root, Spark elsewhere (catalog mode, Spark Connect). `spark` may be None for a
+    broker that never touches Spark; DataFrame methods and the redrive job then say that they
+    need a session.
+
+    On object storage (s3://, s3a://, gs://, abfss://, ...) one engine writes a root: Spark's S3
+    log store and delta-rs's conditional puts do not exclude each other's commits. "auto" there
+    is Spark's when a session is given and native without one (`Broker(None, root)`), with
+    credentials from `storage_options` (delta-rs's keys, e.g. AWS_ENDPOINT_URL) or the
+    environment.
     """
 
     def __init__(
@@ -60,6 +67,7 @@ class Broker:
         *,
         catalog: str | None = None,
         engine: str = "auto",
+        storage_options: Mapping[str, str] | None = None,
         clock: Clock | None = None,
         retry: RetryPolicy | None = None,
         attribute_cache_seconds: float = ATTRIBUTE_CACHE_SECONDS,
@@ -76,7 +84,7 @@ class Broker:
         storage = _spark_storage(spark, root, catalog, policy, engine)
         layout = storage.layout if storage is not None else PathLayout(str(root))
         spark_tables = None if storage is None else _spark_tables(storage)
-        native = _native_tables(layout, policy, engine, storage)
+        native = _native_tables(layout, policy, engine, storage, storage_options)
         tables = native if native is not None and engine != "spark" else spark_tables
         assert tables is not None
         registry = Registry(tables, attribute_cache_seconds)
@@ -182,9 +190,9 @@ class Broker:
     def redrive(
         self, queues: Sequence[str] | None = None, *, settings: RedriveSettings | None = None
     ) -> RedriveReport:
-        """One pass of the redrive job: dead-letter moves, releases, retention (and due upkeep)."""
-        self.context.needs_spark("the redrive job")
-        from .services.redrive import Redrive  # Spark's job: loaded when it runs
+        """One pass of the redrive job: dead-letter moves, releases, retention (and due upkeep,
+        with Spark); through the native engine on a broker without a Spark session."""
+        from .services.redrive import Redrive
 
         return Redrive(self.context, settings).run(queues)
 
@@ -235,20 +243,36 @@ def _spark_tables(storage: Storage) -> Tables:
 
 
 def _native_tables(
-    layout: object, policy: RetryPolicy, engine: str, storage: Storage | None
+    layout: object,
+    policy: RetryPolicy,
+    engine: str,
+    storage: Storage | None,
+    storage_options: Mapping[str, str] | None,
 ) -> NativeTables | None:
     """The native engine wherever it can write the root: the broker's engine where it is chosen
-    (or "auto"), and under an explicit "spark" still the writer of the FIFO tables it numbers."""
+    (or "auto"), and under an explicit "spark" still the writer of the FIFO tables it numbers on a
+    local root. On object storage a broker with a Spark session keeps to Spark: nothing there
+    would make the two engines' commits take turns, as the commit lock does on a local disk."""
     from .store.native_tables import NativeTables, is_native_root
 
     if not is_native_root(layout):
         if engine == "native" or storage is None:
             raise InvalidParameterValue(
-                "the native engine writes roots on the local disk; give a local folder, or a"
-                f" Spark session and engine='spark' or 'auto' for {layout}"
+                "the native engine writes roots on the local disk or on object storage (s3://,"
+                " s3a://, gs://, az://, abfs://, abfss://); give one, or a Spark session and"
+                f" engine='spark' or 'auto' for {layout}"
+            )
+        return None
+    assert isinstance(layout, PathLayout)
+    if layout.object_store and storage is not None:
+        if engine == "native" or storage_options:
+            raise InvalidParameterValue(
+                "on object storage one engine writes a root, since Spark's log store and the"
+                " native engine's do not exclude each other's commits there: Broker(None, root,"
+                " storage_options=...) for the native engine, or a Spark session (with Spark's"
+                f" own credentials) and engine='spark' or 'auto' for {layout}"
             )
         return None
     if engine != "native" and storage is not None and storage.connect:
         return None  # a Spark Connect session: its server writes the tables
-    assert isinstance(layout, PathLayout)
-    return NativeTables(layout, policy)
+    return NativeTables(layout, policy, storage_options)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .attributes import QueueAttributes
 from .engine import fifo_queue, inspect, lifecycle, rounds, send
 from .engine.context import QueueContext
+from .engine.movers import movers
 from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist, QueueError
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
 from .model import BatchResult, ConsumeReport, Message, QueueStats, SentMessage
@@ -355,10 +356,7 @@ class Queue:
                     f"messages of {self.name!r} can only move to a queue of the same type (FIFO"
                     f" or standard); {destination!r} is not"
                 )
-        self._ctx.needs_spark("start_message_move")
-        from .engine.moves import Mover
-
-        return Mover(self._ctx).move_back(record, destination, self._ctx.now(), max_messages)
+        return movers(self._ctx).move_back(record, destination, self._ctx.now(), max_messages)
 
     # -- inspecting ---------------------------------------------------------------------------------
 

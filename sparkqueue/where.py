@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .broker import Broker
 from .errors import InvalidParameterValue
-from .store.tables import local_dir_of
+from .store.tables import is_object_store, local_dir_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,9 +44,14 @@ class Where:
         names = ", ".join(source.name for source in sources)
         raise InvalidParameterValue(f"no queue root or catalog schema: give one in {names}")
 
-    def native(self) -> bool:
-        """Whether the native engine can serve it alone (a root on the local disk)."""
+    def local(self) -> bool:
+        """Whether it is a root on the local disk."""
         return self.root is not None and local_dir_of(self.root) is not None
+
+    def native(self) -> bool:
+        """Whether the native engine can serve it alone: a root on the local disk, or on object
+        storage (credentials from the environment, as delta-rs reads them)."""
+        return self.local() or (self.root is not None and is_object_store(self.root))
 
     def broker(self, spark: SparkSession | None, **options: Any) -> Broker:
         if self.catalog:

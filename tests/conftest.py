@@ -37,3 +37,12 @@ def connect_run(request: pytest.FixtureRequest):
     if run is None:
         pytest.fail("the Connect checks were not started at collection")
     return run
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """An S3 API served by moto's server, for the native engine on object storage."""
+    from tests.s3_server import s3_server
+
+    with s3_server() as server:
+        yield server

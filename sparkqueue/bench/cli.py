@@ -22,6 +22,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--master", help="run against this cluster (spark://host:7077)")
     parser.add_argument("--root", help="where the queues go (default: a fresh temporary folder)")
+    parser.add_argument(
+        "--object-store",
+        metavar="URI",
+        help="also run the per-message scenarios natively under this root (s3://bucket/prefix;"
+        " credentials from the environment, as delta-rs reads them)",
+    )
     parser.add_argument("--out", default="benchmarks/results", help="folder for bench.json/png")
     parser.add_argument(
         "--only",
@@ -44,7 +50,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     conf = {"spark.master": args.master} if args.master else {}
     spark = spark_session(**conf)
     root = args.root or tempfile.mkdtemp(prefix="sparkqueue-bench-")
-    results = run(spark, root, sizes, args.only or DEFAULT_SCENARIOS, args.engine or ENGINES)
+    scenarios = args.only or DEFAULT_SCENARIOS
+    results = run(spark, root, sizes, scenarios, args.engine or ENGINES, args.object_store)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=2), encoding="utf-8")

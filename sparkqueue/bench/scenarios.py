@@ -6,6 +6,7 @@ import platform
 import statistics
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
@@ -13,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from ..broker import Broker
 from ..testing import FakeClock
+from .backlog import bodies, fill, left_in
 from .window import during_window
 
-BODY_BYTES = 100
 WARM_UP_ROUNDS = 2  # bulk sends before the timed one: JIT-compiled, like a long-running job
 
 
@@ -61,13 +61,6 @@ SMOKE = Sizes(
     endpoint_seconds=1.0,
     celery_tasks=3,
 )
-
-
-def bodies(spark: SparkSession, count: int):
-    """`count` distinct bodies of BODY_BYTES bytes each."""
-    return spark.range(count).select(
-        F.lpad(F.col("id").cast("string"), BODY_BYTES, "x").alias("body")
-    )
 
 
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -114,7 +107,7 @@ def bulk(broker: Broker, sizes: Sizes) -> dict[str, float]:
 
 def latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
     queue = broker.create_queue("latency")
-    queue.send_df(bodies(broker.spark, sizes.operations + 10))
+    fill(broker, queue, sizes.operations + 10)
     receives: list[float] = []
     deletes: list[float] = []
     for _ in range(sizes.operations):
@@ -142,7 +135,7 @@ def load(
     queue = broker.create_queue(name)
     rate = 1_500  # a backlog the consumers cannot run dry (the native engine's are fast)
     backlog = int(sizes.load_seconds * rate * sizes.consumers) + 100
-    queue.send_df(bodies(broker.spark, backlog))
+    fill(broker, queue, backlog)
     delivered: list[str] = []
     sent_during: list[str] = []
     stop = threading.Event()
@@ -171,7 +164,7 @@ def load(
     _run_for(threads, stop, sizes.load_seconds)
     if buffered is not None:
         buffered.close()  # flushes the last deletes, releases what was never handed out
-    left = {row.message_id for row in queue.peek_df(10_000_000).select("message_id").collect()}
+    left = left_in(broker, queue)
     everything = backlog + len(sent_during)
     return {
         "delivered": len(delivered),
@@ -202,10 +195,7 @@ def fifo_load(broker: Broker, sizes: Sizes) -> dict[str, Any]:
     while; afterwards every delivery is checked: none twice, each group in send order."""
     queue = broker.create_queue("load.fifo", fifo=True)
     backlog = int(sizes.load_seconds * 400) + 100  # more than two consumers take meanwhile
-    rows = bodies(broker.spark, backlog).withColumn(
-        "group", (F.xxhash64("body") % FIFO_GROUPS).cast("string")
-    )
-    queue.send_df(rows, group_id="group", deduplication_id="body")
+    fill(broker, queue, backlog, groups=FIFO_GROUPS)
     delivered: list[Any] = []
     stop = threading.Event()
     lock = threading.Lock()
@@ -233,20 +223,31 @@ def fifo_load(broker: Broker, sizes: Sizes) -> dict[str, Any]:
 
 
 def redrive(spark: SparkSession, root: str, sizes: Sizes) -> dict[str, float]:
+    """A pass over a queue of `redrive_messages` with `expired` receives to release: on Spark
+    (a broker with a session) and through the native engine (one without), each on a queue of
+    its own, set up alike, one after the other."""
     clock = FakeClock()
     broker = Broker(spark, root, clock=clock)
-    queue = broker.create_queue("redrive", visibility_timeout=30)
-    queue.send_df(bodies(spark, sizes.redrive_messages))
-    queue.receive_df(sizes.expired).count()
+    for engine in ENGINES:
+        queue = broker.create_queue(f"redrive-{engine}", visibility_timeout=30)
+        queue.send_df(bodies(spark, sizes.redrive_messages))
+        queue.receive_df(sizes.expired).count()
     clock.advance(31)
-    took, report = timed(lambda: broker.redrive(["redrive"]))
-    return {"redrive_s": took, "released": report.released}
+    native = Broker(None, root, clock=clock)
+    spark_s, on_spark = timed(lambda: broker.redrive(["redrive-spark"]))
+    native_s, natively = timed(lambda: native.redrive(["redrive-native"]))
+    return {
+        "redrive_s": spark_s,
+        "released": on_spark.released,
+        "native_redrive_s": native_s,
+        "native_released": natively.released,
+    }
 
 
 def buffered_latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
     """receive(1) and delete through a buffered client (prefetch 100, the default)."""
     queue = broker.create_queue("latency-buffered")
-    queue.send_df(bodies(broker.spark, sizes.operations + 10))
+    fill(broker, queue, sizes.operations + 10)
     receives: list[float] = []
     deletes: list[float] = []
     with queue.buffered(visibility_timeout=3_600) as client:
@@ -270,7 +271,7 @@ def worker(broker: Broker, sizes: Sizes) -> dict[str, Any]:
     for batch in [int(size) for size in sizes.worker_batches.split(",")]:
         for workers in (1, WORKERS):
             if waiting < sizes.worker_backlog:
-                queue.send_df(bodies(broker.spark, sizes.worker_backlog - waiting))
+                fill(broker, queue, sizes.worker_backlog - waiting)
                 waiting = sizes.worker_backlog
             took, reports = timed(
                 lambda b=batch, w=workers: _loops(queue, b, w, sizes.worker_seconds)
@@ -315,9 +316,11 @@ def run(
     sizes: Sizes,
     scenarios: Sequence[str] = DEFAULT_SCENARIOS,
     engines: Sequence[str] = ENGINES,
+    object_store: str | None = None,
 ) -> dict[str, Any]:
     """The scenarios; the per-message ones once per engine, each on a root of its own, one
-    after the other in this one run (so their figures compare: an A/B on one machine)."""
+    after the other in this one run (so their figures compare: an A/B on one machine), and
+    with `object_store` (an s3://... root) once more there, natively (no Spark: no worker loop)."""
     results: dict[str, Any] = {"sizes": asdict(sizes)}
     if "bulk" in scenarios:
         results["bulk"] = bulk(Broker(spark, root), sizes)
@@ -327,6 +330,11 @@ def run(
             engine: per_message(Broker(spark, f"{root}/{engine}", engine=engine), sizes, per_engine)
             for engine in engines
         }
+        if object_store:
+            where = f"native on {object_store.split(':', 1)[0]}"
+            broker = Broker(None, f"{object_store.rstrip('/')}/{uuid.uuid4().hex[:8]}")
+            without_spark = [name for name in per_engine if name != "worker"]
+            results["engines"][where] = per_message(broker, sizes, without_spark)
     if "redrive" in scenarios:
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
     if "chaos" in scenarios:

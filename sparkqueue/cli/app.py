@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ..errors import QueueError
+from ..errors import QueueError, UnsupportedOperation
 from ..where import Source, Where
 from . import render
 
@@ -67,15 +67,37 @@ def resolve_where(root: str | None, catalog: str | None) -> Where:
 
 
 def open_broker(root: str | None, catalog: str | None, *, spark: bool = False) -> Any:
-    """The broker on the resolved root or catalog. A root on the local disk is served by the
-    native engine with no JVM, unless the command needs Spark (`spark`: the redrive pass, moves,
-    metrics); a catalog, or a remote root, by a quiet local (or the active) Spark session."""
+    """The broker on the resolved root or catalog. A root on the local disk or object storage is
+    served by the native engine with no JVM, unless the command needs Spark (`spark`: the redrive
+    pass, moves, metrics); a catalog, or another remote root (dbfs:/, /Volumes/...), by a quiet
+    local (or the active) Spark session."""
     where = resolve_where(root, catalog)
     if not spark and where.native():
         return where.broker(None)
+    if where.native() and not where.local():
+        raise UnsupportedOperation(
+            "on object storage the command line writes through the native engine alone (Spark's"
+            " commits would not take turns with other native writers there); this needs Spark:"
+            " run it from a Spark job (Broker(spark, root)) while no native writer runs"
+        )
     from ..session import spark_session
 
     return where.broker(spark_session())  # the JVM's warnings go to its log file, not here
+
+
+def open_pass_broker(root: str | None, catalog: str | None) -> Any:
+    """The broker for redrive passes: Spark's (whose pass also compacts and vacuums), except on
+    object storage, whose native writers Spark's commits would not take turns with, and where
+    pyspark is not installed: the native engine's there."""
+    where = resolve_where(root, catalog)
+    if where.native() and not where.local():
+        return where.broker(None)
+    try:
+        return open_broker(root, catalog, spark=True)
+    except ImportError:
+        if not where.native():
+            raise
+        return where.broker(None)
 
 
 def open_queue(root: str | None, catalog: str | None, name: str) -> Any:

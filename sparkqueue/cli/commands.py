@@ -47,8 +47,9 @@ def queues(
     """Every queue with its attributes and live counts."""
     broker = open_broker(root, catalog)
     names = broker.list_queues(prefix)
-    if broker.spark is None and any(broker.get_queue(n).attributes["fifo"] for n in names):
-        broker = open_broker(root, catalog, spark=True)  # FIFO counts are Spark's
+    ctx = broker.context
+    if broker.spark is None and any(ctx.spark_only(ctx.record(name)) for name in names):
+        broker = open_broker(root, catalog, spark=True)  # row-tracking FIFO counts are Spark's
     rows = [overview(broker.get_queue(name)) for name in names]
     render.show(rows, as_json=as_json, title="queues")
 

@@ -12,7 +12,17 @@ import typer
 
 from ..errors import InvalidParameterValue
 from . import render
-from .app import SETTINGS_FILE, CatalogOption, JsonOption, RootOption, app, command, open_broker
+from .app import (
+    SETTINGS_FILE,
+    CatalogOption,
+    JsonOption,
+    RootOption,
+    app,
+    command,
+    open_broker,
+    open_pass_broker,
+    open_queue,
+)
 from .commands import NameArgument, peeked
 
 METRIC_COLUMNS = [
@@ -36,11 +46,15 @@ def redrive(
     catalog: CatalogOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """One pass of the redrive job (releases, dead-letter moves, retention, upkeep), or --every."""
+    """One pass of the redrive job (releases, dead-letter moves, retention, upkeep), or --every.
+
+    On Spark where it is installed (the pass then compacts and vacuums too); through the native
+    engine on object storage, where Spark would not take turns with native writers, or without
+    pyspark."""
     from ..services.redrive import run_schedule
     from ..services.settings import RedriveSettings
 
-    broker = open_broker(root, catalog, spark=True)
+    broker = open_pass_broker(root, catalog)
     settings = RedriveSettings.load(SETTINGS_FILE) if SETTINGS_FILE.exists() else RedriveSettings()
     if every is None:
         with render.working("running a redrive pass", as_json=as_json):
@@ -67,7 +81,7 @@ def dead_letters(
     as_json: JsonOption = False,
 ) -> None:
     """The messages in a dead-letter queue, or --move-back to where they came from."""
-    queue = open_broker(root, catalog, spark=move_back).get_queue(name)
+    queue = open_queue(root, catalog, name)
     if move_back:
         with render.working(f"moving the messages of {name} back", as_json=as_json):
             moved = queue.start_message_move()

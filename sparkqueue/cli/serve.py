@@ -8,7 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ..errors import UnsupportedOperation
 from ..limits import ENDPOINT_MAX_CONNECTIONS, REDRIVE_EVERY_SECONDS
+from ..store.tables import is_object_store
 from . import render
 from .app import CatalogOption, RootOption, command, open_broker
 
@@ -49,7 +51,16 @@ def serve(
 
     keys = AccessKeys.configured(keys_file)
     tls_context(tls_cert, tls_key)  # a bad pair fails now, not after Spark has started
-    broker = open_broker(root, catalog)  # a local root: the native engine, no JVM
+    broker = open_broker(root, catalog)  # a root: the native engine, no JVM
+
+    def open_spark() -> Any:
+        if native_on_object_storage(broker):
+            raise UnsupportedOperation(
+                "this endpoint writes its object storage through the native engine alone: Spark's"
+                " commits would not take turns with it there"
+            )
+        return open_broker(root, catalog, spark=True)
+
     endpoint = SqsEndpoint(
         broker,
         host=host,
@@ -61,7 +72,7 @@ def serve(
         tls_cert=tls_cert,
         tls_key=tls_key,
         max_connections=max_connections,
-        open_spark=lambda: open_broker(root, catalog, spark=True),
+        open_spark=open_spark,
     )
     done = threading.Event()
 
@@ -78,3 +89,10 @@ def serve(
             soft_wrap=True,
         )
         done.wait()
+
+
+def native_on_object_storage(broker: Any) -> bool:
+    """Whether the endpoint keeps Spark out of its process: it serves object storage natively,
+    where Spark's commits and the native engine's do not take turns (a local root has the commit
+    lock for that). Its redrive passes and moves then run through the native engine."""
+    return broker.engine == "native" and is_object_store(broker.root or "")

@@ -198,10 +198,7 @@ def start_message_move_task(request: Request) -> dict[str, Any]:
         )
     if destination is not None:
         _existing(request, destination)
-    service = request.service
-    task = service.tasks.start(
-        queue, destination, rate, lambda: service.spark_broker().get_queue(source)
-    )
+    task = request.service.tasks.start(queue, destination, rate)
     return {"TaskHandle": task.handle}
 
 

@@ -110,7 +110,7 @@ class SqsEndpoint:
                 " SPARKQUEUE_ACCESS_KEYS=key:secret[,key:secret...] to serve other hosts"
             )
         self.service = Service(broker, Naming(account, region), open_spark=open_spark)
-        self.redrive = RedrivePasses(self.service.spark_broker, redrive_every)  # upkeep.py
+        self.redrive = RedrivePasses(self.service.pass_broker, redrive_every)  # upkeep.py
         self.tls = tls_context(tls_cert, tls_key)
         self.read_timeout = read_timeout
         self._http = Listener(

@@ -34,10 +34,11 @@ STORAGE = "<storage>"  # what error texts say instead of the server's root or ta
 class Service:
     """What the actions share: the broker, naming, long polls and move tasks.
 
-    A broker without Spark (the native engine alone) serves every queue it created; what needs
-    Spark (FIFO queues whose tables Spark numbers, message moves, the redrive pass) goes to
-    `spark_broker()`, a broker on the same root with a Spark session that `open_spark` starts on
-    first need, off the request path of every other call."""
+    A broker without Spark (the native engine alone) serves every queue it created and moves
+    messages itself; what needs Spark (FIFO queues whose tables Spark numbers, and the redrive
+    pass where it can compact and vacuum too) goes to `spark_broker()`, a broker on the same
+    root with a Spark session that `open_spark` starts on first need, off the request path of
+    every other call."""
 
     broker: Broker
     naming: Naming = field(default_factory=Naming)
@@ -67,6 +68,17 @@ class Service:
                         " sparkqueue[local] beside the endpoint"
                     ) from None
             return self._spark
+
+    def pass_broker(self) -> Broker:
+        """The broker that runs the redrive passes: Spark's where this endpoint can open a
+        session, else its own through the native engine (object storage, where Spark stays out
+        of the process, or no pyspark installed: passes then neither compact nor vacuum)."""
+        try:
+            return self.spark_broker()
+        except UnsupportedOperation:
+            if self.broker.context.native is None:
+                raise
+            return self.broker
 
     def find(self, name: str) -> Queue | None:
         """The queue `name`, or None when there is none (or no queue could have that name)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..queue import Queue
@@ -45,10 +44,9 @@ class MoveTasks:
         source: Queue,
         destination: str | None,
         rate: int | None,
-        moving: Callable[[], Queue] | None = None,
     ) -> MoveTask:
-        """Starts moving `source`'s messages on a thread of the task's own; `moving` gives the
-        queue that moves them there (with Spark, see Service.spark_broker), else `source`."""
+        """Starts moving `source`'s messages on a thread of the task's own (through the broker
+        that serves `source`: Service.find)."""
         with self._lock:
             if any(t.source == source.name and t.status == "RUNNING" for t in self._tasks):
                 raise SqsFault(
@@ -63,8 +61,7 @@ class MoveTasks:
                 started_ms=int(time.time() * 1000),
             )
             self._tasks.append(task)
-        mover = moving or (lambda: source)
-        threading.Thread(target=self._run, args=(task, mover), daemon=True).start()
+        threading.Thread(target=self._run, args=(task, source), daemon=True).start()
         return task
 
     def listed(self, source: str, max_results: int | None) -> list[MoveTask]:
@@ -83,10 +80,9 @@ class MoveTasks:
         task.stop.set()
         return task
 
-    def _run(self, task: MoveTask, moving: Callable[[], Queue]) -> None:
+    def _run(self, task: MoveTask, source: Queue) -> None:
         chunk = task.rate or CHUNK
         try:
-            source = moving()
             while not task.stop.is_set():
                 started = time.monotonic()
                 moved = source.start_message_move(task.destination, max_messages=chunk)

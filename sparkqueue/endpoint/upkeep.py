@@ -5,9 +5,11 @@ dead-letter queue (and expired claims wait for it to be released, old messages t
 SQS clients expect that to happen on its own, with no separate job to run, so `sparkqueue serve`
 runs `Broker.redrive` over its queues every `every_seconds` (0: never, for deployments that run
 the redrive job elsewhere) on a daemon thread; a failed pass is logged and the next one retries.
-The pass runs on Spark: an endpoint serving through the native engine alone opens its Spark
-broker (and so its JVM) at the first pass, on this thread, never on a request's.
-A pass also does the table upkeep it finds due, as the redrive job would. Passes share the
+The pass runs on Spark where it can: an endpoint serving through the native engine alone opens
+its Spark broker (and so its JVM) at the first pass, on this thread, never on a request's, and
+the pass also does the table upkeep it finds due, as the redrive job would. Where it cannot (no
+pyspark installed, or object storage, where Spark stays out of a native endpoint's process) the
+pass runs through the native engine: the same moves, releases and metrics, without compaction. Passes share the
 queues with clients and Spark jobs through optimistic transactions, as the job does.
 """
 

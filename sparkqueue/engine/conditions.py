@@ -90,3 +90,13 @@ def retire(attrs: QueueAttributes) -> dict[str, Expr] | None:
     """How a queue's table lets go of rows (Storage.change_where values): FIFO keeps tombstones,
     standard deletes."""
     return tombstone_values() if attrs.fifo else None
+
+
+def exhausted(now: datetime, attrs: QueueAttributes) -> Expr:
+    """Messages due for the dead-letter queue: receives used up and the last one timed out."""
+    return due(now) & alive(now, attrs) & awaiting_dead_letter(attrs) & ~being_moved()
+
+
+def releasable(now: datetime, attrs: QueueAttributes) -> Expr:
+    """Expired receives the redrive job makes plainly visible again (their handles void)."""
+    return expired_in_flight(now) & ~awaiting_dead_letter(attrs)

@@ -98,7 +98,8 @@ class QueueContext:
             raise UnsupportedOperation(
                 f"FIFO queue {record.name!r} has a table the native engine numbers, and only that"
                 " engine adds messages to it or claims them; open the root with a broker that"
-                " writes it natively (a local folder, not through Spark Connect)"
+                " writes it natively (a local folder, or object storage with Broker(None, root);"
+                " not through Spark Connect)"
             )
         return self.native
 

@@ -20,7 +20,7 @@ from ..rules.expr import Expr, col, null, when
 from ..store.registry import QueueRecord
 from ..store.schema import MESSAGE_COLUMNS
 from ..store.statements import Row
-from .conditions import alive, claimable, in_flight
+from .conditions import alive, claimable, in_flight, is_message
 from .context import QueueContext
 
 if TYPE_CHECKING:
@@ -131,3 +131,18 @@ def _not_duplicate(native: NativeTables, record: QueueRecord, snapshot: DeltaTab
 
     history = deduplication_history(native, record.location, at=snapshot)
     return ~col("message_id").isin(duplicates(history))
+
+
+def drop_duplicates(native: NativeTables, record: QueueRecord) -> int:
+    """Deletes the duplicates (never delivered, never received) of a FIFO table the native
+    engine numbers: fifo.drop_duplicates for the rows at hand; returns how many."""
+    from ..store.native_fifo import deduplication_history
+
+    def attempt() -> int:
+        found = duplicates(deduplication_history(native, record.location))
+        if not found:
+            return 0
+        rule = col("message_id").isin(found) & is_message() & col("receipt_handle").is_null()
+        return native.change(record.location, rule).changed
+
+    return native.transact(record.location, attempt, f"dropping duplicates from {record.name!r}")

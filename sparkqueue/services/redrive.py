@@ -1,40 +1,45 @@
-"""The redrive job: dead-letter moves, releases, retention, upkeep and metrics, one pass at a time."""
+"""The redrive job: dead-letter moves, releases, retention, upkeep and metrics, one pass at a time.
+
+A pass runs on the broker's Spark session where it has one (moves at DataFrame scale, and table
+upkeep), and otherwise through the native engine: the same steps, the same rules and the same
+metrics, with moves of the rows at hand (engine/moves.py) and no compaction or VACUUM, which
+are Spark's (a broker without Spark on a local root or object storage still moves its
+dead letters, releases, expires and records its metrics).
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import functions as F
-
-from ..attributes import QueueAttributes
-from ..clock import from_micros
-from ..engine import inspect
+from ..engine import fifo_queue, inspect
 from ..engine.conditions import (
-    alive,
-    awaiting_dead_letter,
     being_moved,
-    due,
-    expired_in_flight,
+    exhausted,
     past_retention,
+    releasable,
     retire,
     spent_tombstone,
 )
 from ..engine.context import QueueContext
-from ..engine.fifo import drop_duplicates
-from ..engine.moves import Mover, StepHook, no_hook
+from ..engine.movers import movers
+from ..engine.moves import StepHook, no_hook
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..model import QueueRedrive, RedriveReport
-from ..rules.expr import Expr, null
+from ..rules.expr import null
+from ..store.logtrim import trim_logs
 from ..store.registry import QueueRecord
-from ..store.spark_exprs import to_column
-from ..store.spark_schema import METRICS_SCHEMA
+from ..store.schema import METRICS_COLUMNS
+from ..store.statements import Tables
+from ..store.tables import Layout
 from .settings import RedriveSettings
-from .upkeep import keep_up, tidy_table, trim_logs
+
+if TYPE_CHECKING:
+    from .upkeep import PassUpkeep
 
 log = logging.getLogger(__name__)
 
@@ -52,32 +57,45 @@ class Redrive:
         on_step: StepHook = no_hook,
     ) -> None:
         self._ctx = ctx
-        self._storage = ctx.storage
         self.settings = settings or RedriveSettings()
-        self._on_step = on_step
-        self._mover = Mover(ctx, on_step)
-        self.metrics_table = self._storage.layout.metrics
-        self._storage.ensure_table(self.metrics_table, METRICS_SCHEMA)
-        self._upkeep_at: dict[str, datetime] = {}
+        self._mover = movers(ctx, on_step)
+        tables = ctx.native if ctx.bulk is None else ctx.spark_tables
+        assert tables is not None
+        self._tables: Tables = tables
+        self.metrics_table = tables.layout.metrics
+        self._upkeep: PassUpkeep | LogUpkeep
+        if ctx.bulk is None:
+            self._upkeep = LogUpkeep(tables.layout, self.settings)
+        else:
+            from .upkeep import PassUpkeep  # Spark's compaction and VACUUM besides
+
+            self._upkeep = PassUpkeep(ctx.bulk, self.settings, self.metrics_table)
+        self._tables.ensure_table(self.metrics_table, METRICS_COLUMNS)
 
     def run(self, queues: Sequence[str] | None = None) -> RedriveReport:
         """One pass over `queues` (default: the settings' queues, else every queue)."""
         names = self._queue_names(queues)
         started = time.monotonic()
         results: dict[str, QueueRedrive] = {}
-        rows: list[tuple[Any, ...]] = []
+        rows: list[dict[str, Any]] = []
         for name in names:
-            result, row = self._pass(name, started)
+            record = self._ctx.record(name)
+            if not self._tables.exists(record.location):  # a creation or deletion under way
+                log.debug("redrive %s: registered without its table; skipped", name)
+                continue
+            if self._ctx.bulk is None and self._ctx.spark_only(record):
+                log.warning(
+                    "redrive %s: its FIFO table is Spark's; a pass with Spark serves it", name
+                )
+                continue
+            result, row = self._pass(record, started)
             results[name] = result
             rows.append(row)
         if rows:
-            frame = self._storage.spark.createDataFrame(rows, METRICS_SCHEMA)
-            self._storage.append(self.metrics_table, frame, "recording redrive metrics")
+            what = "recording redrive metrics"
+            self._tables.append_rows(self.metrics_table, METRICS_COLUMNS, rows, what)
             shared = (self.metrics_table, self._ctx.registry.table)
-            if any(result.upkeep for result in results.values()):
-                for path in shared:
-                    tidy_table(self._storage, path, self.settings.defaults)
-            trim_logs(self._storage, shared, self.settings.defaults)
+            self._upkeep.shared(shared, any(result.upkeep for result in results.values()))
         return RedriveReport(results)
 
     def _queue_names(self, queues: Sequence[str] | None) -> list[str]:
@@ -90,13 +108,12 @@ class Redrive:
             raise InvalidParameterValue("queues must be a list of queue names")
         missing = sorted(set(queues) - set(known))
         if missing:
-            raise QueueDoesNotExist(f"no such queue(s) in {self._storage.layout}: {missing}")
+            raise QueueDoesNotExist(f"no such queue(s) in {self._tables.layout}: {missing}")
         return list(queues)
 
-    def _pass(self, name: str, pass_started: float) -> tuple[QueueRedrive, tuple[Any, ...]]:
+    def _pass(self, record: QueueRecord, pass_started: float) -> tuple[QueueRedrive, dict]:
         started = time.monotonic()
-        record = self._ctx.record(name)
-        attrs = record.attributes
+        name, attrs = record.name, record.attributes
         now = self._ctx.now()
 
         def step(label: str) -> None:
@@ -118,40 +135,38 @@ class Redrive:
             if dead is None:
                 log.warning("redrive %s: dead-letter queue %r does not exist", name, target)
             elif not self._mover.writable(dead):
-                log.warning("redrive %s: %r is written natively only; not moving", name, target)
+                log.warning("redrive %s: this broker cannot write %r; not moving", name, target)
             else:
                 step(f"moving exhausted messages to {target!r}")
-                moved += self._mover.move(record, exhausted(now, attrs), F.lit(target), now)
-        released = 0
+                moved += self._mover.move(record, exhausted(now, attrs), target, now)
+        released = expired = 0
+        location = record.location
         if todo["expired_receives"]:
             step("releasing expired receives")
-            released = self._release(record, now)
-        expired = 0
+            released = self._tables.change_where(
+                location,
+                releasable(now, attrs),
+                f"releasing expired receives in {name!r}",
+                values={"receipt_handle": null("string"), "handle_issued_at": null("timestamp")},
+            )
         if todo["past_retention"]:
             step("removing messages past retention")
-            expired = self._expire(record, now)
+            expired = self._tables.change_where(
+                location,
+                past_retention(now, attrs),
+                f"removing messages past retention from {name!r}",
+                values=retire(attrs),
+            )
         if attrs.fifo:  # duplicates go before the tombstones that mark them as duplicates
             step("removing duplicates")
-            drop_duplicates(self._storage, record.location, lambda: self._ctx.read(record))
+            self._drop_duplicates(record)
         if todo["spent_tombstones"]:  # FIFO deletes and the worker loop's retired batches
             step("removing spent tombstones")
-            self._storage.change_where(
-                record.location,
-                spent_tombstone(now),
-                f"removing spent tombstones from {record.name!r}",
-            )
-        upkeep_settings = self.settings.upkeep_for(name)
-        upkeep = bool(upkeep_settings.upkeep_every_seconds) and upkeep_settings.due(
-            self._last_upkeep(name, now), now
-        )
-        if upkeep:
-            self._upkeep_at[name] = now
-            step("upkeep: compaction and VACUUM")
-            keep_up(self._storage, record, upkeep_settings, now)
-        claims = self._storage.layout.claims(record.location)
-        trim_logs(self._storage, (record.location, claims), upkeep_settings)
+            what = f"removing spent tombstones from {name!r}"
+            self._tables.change_where(location, spent_tombstone(now), what)
+        upkeep = self._upkeep.queue(record, now, step)
         stats = inspect.stats(self._ctx, record)
-        detail = self._storage.detail(record.location).first()
+        files, size = self._tables.footprint(location)
         duration = time.monotonic() - started
         log.info(
             "redrive %s: moved %d, released %d, expired %d%s; visible %d, in flight %d (%.1f s)",
@@ -164,84 +179,61 @@ class Redrive:
             stats.in_flight,
             duration,
         )
-        row = (
-            name,
-            now,
-            stats.visible,
-            stats.in_flight,
-            stats.delayed,
-            stats.awaiting_dead_letter,
-            stats.oldest_age_seconds,
-            moved,
-            released,
-            expired,
-            duration,
-            upkeep,
-            int(detail["numFiles"] or 0) if detail else 0,
-            int(detail["sizeInBytes"] or 0) if detail else 0,
-        )
+        row = {
+            "queue": name,
+            "pass_at": now,
+            "visible": stats.visible,
+            "in_flight": stats.in_flight,
+            "delayed": stats.delayed,
+            "awaiting_dead_letter": stats.awaiting_dead_letter,
+            "oldest_age_seconds": stats.oldest_age_seconds,
+            "moved_to_dead_letter": moved,
+            "released": released,
+            "expired_by_retention": expired,
+            "duration_seconds": duration,
+            "upkeep": upkeep,
+            "active_files": files,
+            "table_bytes": size,
+        }
         return QueueRedrive(name, moved, released, expired, duration, upkeep), row
 
     def _survey(self, record: QueueRecord, now: datetime) -> dict[str, int]:
         """One scan that says which steps this pass has work for, so idle steps cost nothing."""
         attrs = record.attributes
-        count = lambda condition: F.count(F.when(to_column(condition), 1))  # noqa: E731
-        row = (
-            self._storage.read(record.location)
-            .agg(
-                count(being_moved()).alias("pending"),
-                count(exhausted(now, attrs)).alias("exhausted"),
-                count(releasable(now, attrs)).alias("expired_receives"),
-                count(past_retention(now, attrs)).alias("past_retention"),
-                count(spent_tombstone(now)).alias("spent_tombstones"),
-            )
-            .first()
-        )
-        assert row is not None
-        return row.asDict()
+        counts = {
+            "pending": being_moved(),
+            "exhausted": exhausted(now, attrs),
+            "expired_receives": releasable(now, attrs),
+            "past_retention": past_retention(now, attrs),
+            "spent_tombstones": spent_tombstone(now),
+        }
+        return dict(self._tables.aggregate(record.location, counts, {}))
 
-    def _release(self, record: QueueRecord, now: datetime) -> int:
-        """Expired receives become plainly visible again; their handles stop working."""
-        return self._storage.change_where(
-            record.location,
-            releasable(now, record.attributes),
-            f"releasing expired receives in {record.name!r}",
-            values={"receipt_handle": null("string"), "handle_issued_at": null("timestamp")},
-        )
+    def _drop_duplicates(self, record: QueueRecord) -> int:
+        if self._ctx.bulk is None:
+            assert self._ctx.native is not None
+            return fifo_queue.drop_duplicates(self._ctx.native, record)
+        from ..engine.fifo import drop_duplicates
 
-    def _expire(self, record: QueueRecord, now: datetime) -> int:
-        return self._storage.change_where(
-            record.location,
-            past_retention(now, record.attributes),
-            f"removing messages past retention from {record.name!r}",
-            values=retire(record.attributes),
-        )
-
-    def _last_upkeep(self, name: str, now: datetime) -> datetime | None:
-        """When upkeep last ran for the queue; its first pass counts as the start of the cadence."""
-        if name in self._upkeep_at:
-            return self._upkeep_at[name]
-        row = (
-            self._storage.read(self.metrics_table)
-            .where(F.col("queue") == F.lit(name))
-            .agg(
-                F.max(F.when(F.col("upkeep"), F.unix_micros("pass_at"))).alias("upkeep_us"),
-                F.min(F.unix_micros("pass_at")).alias("first_us"),
-            )
-            .first()
-        )
-        last = from_micros(row["upkeep_us"] or row["first_us"]) if row else None
-        self._upkeep_at[name] = last or now
-        return last
+        storage = self._ctx.storage
+        return drop_duplicates(storage, record.location, lambda: self._ctx.read(record))
 
 
-def exhausted(now: datetime, attrs: QueueAttributes) -> Expr:
-    """Messages due for the dead-letter queue: receives used up and the last one timed out."""
-    return due(now) & alive(now, attrs) & awaiting_dead_letter(attrs) & ~being_moved()
+class LogUpkeep:
+    """What a pass through the native engine keeps up: the `_delta_log` of local tables, trimmed
+    on every pass (compaction and VACUUM are Spark's: upkeep.PassUpkeep)."""
 
+    def __init__(self, layout: Layout, settings: RedriveSettings) -> None:
+        self._layout = layout
+        self._settings = settings
 
-def releasable(now: datetime, attrs: QueueAttributes) -> Expr:
-    return expired_in_flight(now) & ~awaiting_dead_letter(attrs)
+    def queue(self, record: QueueRecord, now: datetime, step: Callable[[str], None]) -> bool:
+        minutes = self._settings.upkeep_for(record.name).local_log_minutes
+        trim_logs(self._layout, (record.location,), minutes)
+        return False
+
+    def shared(self, tables: Sequence[str], tidy: bool) -> None:
+        trim_logs(self._layout, tables, self._settings.defaults.local_log_minutes)
 
 
 def run_schedule(

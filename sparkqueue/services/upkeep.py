@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from pyspark.sql import functions as F
 
+from ..clock import from_micros
 from ..engine.conditions import TOMBSTONE_SHARD
 from ..limits import CLAIMS_KEPT
+from ..store.logtrim import trim_logs
 from ..store.registry import QueueRecord
 from ..store.storage import Storage
-from .settings import UpkeepSettings
+from .settings import RedriveSettings, UpkeepSettings
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +61,50 @@ def tidy_table(
     storage.vacuum(path, settings.file_retention_hours)
 
 
-def trim_logs(storage: Storage, paths: Sequence[str], settings: UpkeepSettings) -> int:
-    """Trims the tables' `_delta_log` history on a local root (store/logtrim.py). It runs on every
-    pass, not on the upkeep cadence: each entry slows every later operation on the table, and a
-    listing plus a few deletes cost next to nothing."""
-    if not settings.local_log_minutes:
-        return 0
-    return sum(storage.trim_log(path, settings.local_log_minutes * 60) for path in paths)
+class PassUpkeep:
+    """What a redrive pass on Spark adds to each queue's steps: upkeep on its cadence, log
+    trimming every pass, and the same for the broker's shared tables after the queues."""
+
+    def __init__(self, storage: Storage, settings: RedriveSettings, metrics_table: str) -> None:
+        self._storage = storage
+        self._settings = settings
+        self._metrics_table = metrics_table
+        self._upkeep_at: dict[str, datetime] = {}
+
+    def queue(self, record: QueueRecord, now: datetime, step: Callable[[str], None]) -> bool:
+        """Upkeep of one queue when due, and its log trimming; whether upkeep ran."""
+        settings = self._settings.upkeep_for(record.name)
+        due = bool(settings.upkeep_every_seconds) and settings.due(
+            self._last_upkeep(record.name, now), now
+        )
+        if due:
+            self._upkeep_at[record.name] = now
+            step("upkeep: compaction and VACUUM")
+            keep_up(self._storage, record, settings, now)
+        claims = self._storage.layout.claims(record.location)
+        trim_logs(self._storage.layout, (record.location, claims), settings.local_log_minutes)
+        return due
+
+    def shared(self, tables: Sequence[str], tidy: bool) -> None:
+        """After the queues: the shared tables' upkeep (when any queue's ran) and log trimming."""
+        if tidy:
+            for path in tables:
+                tidy_table(self._storage, path, self._settings.defaults)
+        trim_logs(self._storage.layout, tables, self._settings.defaults.local_log_minutes)
+
+    def _last_upkeep(self, name: str, now: datetime) -> datetime | None:
+        """When upkeep last ran for the queue; its first pass counts as the start of the cadence."""
+        if name in self._upkeep_at:
+            return self._upkeep_at[name]
+        row = (
+            self._storage.read(self._metrics_table)
+            .where(F.col("queue") == F.lit(name))
+            .agg(
+                F.max(F.when(F.col("upkeep"), F.unix_micros("pass_at"))).alias("upkeep_us"),
+                F.min(F.unix_micros("pass_at")).alias("first_us"),
+            )
+            .first()
+        )
+        last = from_micros(row["upkeep_us"] or row["first_us"]) if row else None
+        self._upkeep_at[name] = last or now
+        return last

@@ -29,8 +29,8 @@ class ProcessLock:
     and native ones take turns as two processes do.
     """
 
-    def __init__(self, path: str) -> None:
-        self._path = path
+    def __init__(self, path: str | None) -> None:
+        self._path = path  # None: this process's threads only (see `table_lock`)
         self._cond = threading.Condition()
         self._holders = 0
         self._fd: int | None = None
@@ -69,8 +69,7 @@ class ProcessLock:
             try:
                 yield
             finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+                _unlock(fd)
         finally:
             with self._cond:
                 self._alone = False
@@ -118,11 +117,15 @@ class ProcessLock:
         return turn is not None and turn != kind and self._waiting[turn] > 0
 
     def _held_too_long(self) -> bool:
+        if self._path is None:  # no other process waits on it
+            return False
         return (
             bool(self._holders) and time.monotonic() - self._acquired_at > MAX_SHARED_HOLD_SECONDS
         )
 
     def _lock_file(self) -> int:
+        if self._path is None:
+            return NO_FILE
         os.makedirs(os.path.dirname(self._path), exist_ok=True)
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -133,8 +136,7 @@ class ProcessLock:
             self._holders -= 1
             if self._holders == 0:
                 assert self._fd is not None
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-                os.close(self._fd)
+                _unlock(self._fd)
                 self._fd = None
                 self._draining = False
                 other = NATIVE if self._kind == SPARK else SPARK
@@ -142,7 +144,15 @@ class ProcessLock:
                 self._cond.notify_all()
 
 
+def _unlock(fd: int) -> None:
+    if fd != NO_FILE:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+NO_FILE = -1  # the "descriptor" of a lock of this process's threads only
 _locks: dict[str, ProcessLock] = {}
+_threads_only: dict[str, ProcessLock] = {}
 _locks_guard = threading.Lock()
 
 
@@ -152,12 +162,22 @@ def process_lock(path: str) -> ProcessLock:
         return _locks.setdefault(path, ProcessLock(path))
 
 
+def table_lock(address: str) -> ProcessLock:
+    """The lock of one table among this process's threads, with no file: for object storage,
+    whose conditional puts decide between processes. It keeps a transaction that must commit
+    at the very next version (a numbered FIFO append, `alone`) from losing that race to this
+    process's own transactions on the table, as the commit lock does on a local root."""
+    with _locks_guard:
+        return _threads_only.setdefault(address, ProcessLock(None))
+
+
 def commit_lock(
-    lock_file: str | None, kind: str, *, alone: bool = False
+    lock_file: str | None, kind: str, *, alone: bool = False, table: str | None = None
 ) -> Callable[[], AbstractContextManager[object]]:
     """What a transaction of engine `kind` holds around itself: the table's ProcessLock on a local
-    root (`alone`: with no other transaction in flight), nothing elsewhere."""
-    if lock_file is None:
+    root (`alone`: with no other transaction in flight); elsewhere the `table_lock` of `table`
+    when given, else nothing."""
+    if lock_file is None and table is None:
         return nullcontext
-    lock = process_lock(lock_file)
+    lock = process_lock(lock_file) if lock_file is not None else table_lock(str(table))
     return lock.hold_alone if alone else lambda: lock.hold(kind)

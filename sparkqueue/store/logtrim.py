@@ -11,7 +11,7 @@ The rule is Delta's own, on a finer clock: the newest checkpoint written at leas
 the anchor, and every commit, checksum and checkpoint file of an older version goes. Snapshots at
 or after the anchor never read those files. A transaction that had read an older version would
 find its next version's file gone and write it again, unseen behind the checkpoint: so the caller
-trims while holding the table's commit lock alone (Storage.trim_log), when no transaction is in
+trims while holding the table's commit lock alone (`trim_table_log`), when no transaction is in
 flight and every later one reads the newest version. `keep` then bounds only time travel and how
 long a plain reader may take between listing the log and reading the checkpoint it chose.
 """
@@ -21,7 +21,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from .locking import process_lock
+from .tables import Layout
 
 _VERSIONED = re.compile(r"^(\d{20})\.(?:json|crc|checkpoint\..+)$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")  # classic, single part: complete
@@ -96,3 +101,23 @@ def clear_unfinished_log(folder: str) -> bool:
     if not os.listdir(folder):
         os.rmdir(folder)
     return True
+
+
+def trim_table_log(layout: Layout, address: str, keep_seconds: float) -> int:
+    """`trim_log` for one table of a local root or schema, holding its commit lock alone (no
+    transaction of either engine in flight); elsewhere nothing, as Delta's own cleanup
+    (`delta.logRetentionDuration`) and the store's listing apply there."""
+    lock_file, folder = layout.lock_file(address), layout.folder(address)
+    if lock_file is None or folder is None:
+        return 0
+    with process_lock(lock_file).hold_alone():
+        return trim_log(folder, time.time(), keep_seconds)
+
+
+def trim_logs(layout: Layout, addresses: Sequence[str], keep_minutes: float) -> int:
+    """`trim_table_log` for each table (0 minutes: none), as the redrive job runs it on every
+    pass: each log entry slows every later operation on a local table, and a listing plus a few
+    deletes cost next to nothing."""
+    if not keep_minutes:
+        return 0
+    return sum(trim_table_log(layout, address, keep_minutes * 60) for address in addresses)

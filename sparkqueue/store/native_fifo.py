@@ -16,7 +16,9 @@ snapshot), and each row's number is `(that version) << 32` plus its position in 
   when it read back stays true.
 - On a local root the append holds the table's commit lock alone (no other transaction on the
   table in flight, in this process or another: see locking.py), so it does not lose that race
-  to the queue's own consumers; concurrent appends take turns.
+  to the queue's own consumers; concurrent appends take turns. On object storage it holds the
+  table alone among this process's threads (`locking.table_lock`); other processes' commits can
+  still win the version, and the append then runs again on a fresh snapshot.
 
 Its MERGE also reads its shards (a literal `shard IN (...)`), so delta-rs would reject it for
 any commit that added files there even if the version check allowed it.
@@ -25,23 +27,29 @@ any commit that added files there even if the version check allowed it.
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import DeltaTable
 
 from ..rules.deduplication import DEDUPLICATION_COLUMNS
 from ..rules.expr import Expr
+from .native_arrow import arrow_row, arrow_schema
 from .native_sql import quote_name, quote_text, to_sql
-from .native_tables import NO_HOOKS, NativeTables, after_commit, arrow_row, arrow_schema, metric
+from .native_tables import (
+    NO_HOOKS,
+    NativeTables,
+    after_commit,
+    applied,
+    applying,
+    metric,
+)
 from .schema import Columns
 from .statements import Row
 
 SEQUENCE_SHIFT = 32  # positions within one append (up to 4 billion rows) below the version
 ORDER_COLUMNS = ("group_id", "sequence_number", "message_id")  # what prefixes are ordered by
-APPEND_TXN_VERSION = 1  # an idempotent append's app id is written once
 
 
 def home_shard(group_id: str, shards: int) -> int:
@@ -68,15 +76,12 @@ def append_in_sequence(
         f"t.shard IN ({', '.join(map(str, shards))}) AND t.shard = s.shard"
         " AND t.message_id = s.message_id"
     )
-    # With its time, so Delta's setTransactionRetentionDuration lets the app id go in the end.
-    stamp = int(time.time() * 1000)
-    once = [] if app_id is None else [Transaction(app_id, APPEND_TXN_VERSION, stamp)]
     # Exactly the next version or nothing: the numbers below are that version's.
-    commit = CommitProperties(max_commit_retries=0, app_transactions=once or None)
+    commit = applying(app_id, retries=0)
 
     def attempt() -> list[int] | None:
         table = tables.open(address)
-        if app_id is not None and (table.transaction_version(app_id) or 0) >= APPEND_TXN_VERSION:
+        if app_id is not None and applied(table, app_id):
             return None
         before = table.version()
         base = (before + 1) << SEQUENCE_SHIFT

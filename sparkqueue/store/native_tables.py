@@ -4,7 +4,8 @@ Reads are DataFusion queries over the table's latest snapshot; UPDATE, DELETE an
 delta-rs's own, whose commits are checked for conflicts against every commit since their
 snapshot (Spark's included: each engine reads the other's as plain add/remove actions). On a
 local root every transaction also holds the table's commit lock, exactly as Spark's do (see
-locking.py), so the two engines never write one log version twice.
+locking.py), so the two engines never write one log version twice. On object storage a commit
+is a conditional put of the next log version, which the store itself grants to one writer only.
 """
 
 from __future__ import annotations
@@ -12,12 +13,20 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import pyarrow as pa
-from deltalake import DeltaTable, PostCommitHookProperties, QueryBuilder, write_deltalake
+import pyarrow.compute as pc
+from deltalake import (
+    CommitProperties,
+    DeltaTable,
+    PostCommitHookProperties,
+    QueryBuilder,
+    Transaction,
+    write_deltalake,
+)
 from deltalake.exceptions import DeltaProtocolError, TableNotFoundError
 
 from ..errors import UnsupportedOperation
@@ -25,9 +34,10 @@ from ..rules.expr import Expr, col
 from .counts import Counts
 from .locking import NATIVE, commit_lock
 from .logtrim import clear_unfinished_log
+from .native_arrow import arrow_row, arrow_schema, delta_field, read_row
 from .native_sql import quote_name, to_sql
 from .schema import Columns
-from .statements import MESSAGE_KEY, Row
+from .statements import APP_TXN_VERSION, MESSAGE_KEY, Row
 from .tables import PathLayout
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
@@ -38,20 +48,7 @@ log = logging.getLogger(__name__)
 # (see `after_commit`). Log cleanup on local roots is the redrive job's (logtrim.py).
 NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
 DEFAULT_CHECKPOINT_INTERVAL = 100  # Delta's, for a table that does not set its own
-_ARROW_TYPES = {
-    "int": pa.int32(),
-    "long": pa.int64(),
-    "string": pa.string(),
-    "map": pa.map_(pa.string(), pa.string()),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "double": pa.float64(),
-    "boolean": pa.bool_(),
-}
 _SOURCE = "s"  # a MERGE's source alias; the target's is "t"
-
-
-def arrow_schema(columns: Columns) -> pa.Schema:
-    return pa.schema([pa.field(n, _ARROW_TYPES[t], nullable) for n, t, nullable in columns])
 
 
 class NativeTables:
@@ -60,9 +57,17 @@ class NativeTables:
     engine = "native"
     counts_known = True
 
-    def __init__(self, layout: PathLayout, policy: RetryPolicy) -> None:
+    def __init__(
+        self,
+        layout: PathLayout,
+        policy: RetryPolicy,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
         self._layout = layout
         self._policy = policy
+        # delta-rs's own keys (e.g. AWS_ENDPOINT_URL); what they leave out, it reads from the
+        # environment, as the AWS, Google and Azure SDKs do
+        self._options = dict(storage_options) if storage_options else None
         self._conflicts = ConflictCounter()
         self._known: set[str] = set()
         self._known_lock = threading.Lock()
@@ -80,7 +85,7 @@ class NativeTables:
 
     def open(self, address: str) -> DeltaTable:
         """The table's latest snapshot."""
-        return DeltaTable(self._uri(address))
+        return DeltaTable(self._uri(address), storage_options=self._options)
 
     def _uri(self, address: str) -> str:
         folder = self._layout.folder(address)
@@ -93,7 +98,7 @@ class NativeTables:
         reader = QueryBuilder().register("t", table).execute(statement)
         # (not pa.table(reader): it imports pandas, half a second of a CLI command's start)
         table = pa.RecordBatchReader.from_stream(reader).read_all()
-        return [_row(values) for values in table.to_pylist()]
+        return [read_row(values) for values in table.to_pylist()]
 
     def select(
         self,
@@ -148,9 +153,10 @@ class NativeTables:
     def transact(
         self, address: str, action: Callable[[], T], what: str, *, alone: bool = False
     ) -> T:
+        on_store = address if self._layout.object_store else None  # this process's turns there
         return run_transaction(
             action,
-            lock=commit_lock(self._layout.lock_file(address), NATIVE, alone=alone),
+            lock=commit_lock(self._layout.lock_file(address), NATIVE, alone=alone, table=on_store),
             policy=self._policy,
             counter=self._conflicts,
             what=what,
@@ -191,14 +197,28 @@ class NativeTables:
         return self.transact(address, attempt, what)
 
     def append_rows(
-        self, address: str, columns: Columns, rows: list[dict[str, Any]], what: str
+        self,
+        address: str,
+        columns: Columns,
+        rows: list[dict[str, Any]],
+        what: str,
+        *,
+        app_id: str | None = None,
     ) -> None:
         frame = pa.Table.from_pylist([arrow_row(row) for row in rows], arrow_schema(columns))
 
         def append() -> None:
             table = self.open(address)
+            if app_id is not None and applied(table, app_id):
+                return
             before = table.version()
-            write_deltalake(table, frame, mode="append", post_commithook_properties=NO_HOOKS)
+            write_deltalake(
+                table,
+                frame,
+                mode="append",
+                commit_properties=applying(app_id),
+                post_commithook_properties=NO_HOOKS,
+            )
             after_commit(table, before)
 
         self.transact(address, append, what)
@@ -254,6 +274,7 @@ class NativeTables:
                 partition_by=list(partition_by) or None,
                 mode="ignore",
                 configuration=properties,
+                storage_options=self._options,
             )
             self._add_missing(address, columns)
 
@@ -282,22 +303,59 @@ class NativeTables:
                     " with a Spark session (Broker(spark, root)) to add them"
                 )
             fields = arrow_schema(tuple(missing))
-            table.alter.add_columns([_delta_field(field) for field in fields])
+            table.alter.add_columns([delta_field(field) for field in fields])
 
     def drop_table(self, address: str) -> None:
-        """Deletes a local table's folder; elsewhere its rows (VACUUM frees the files)."""
+        """Deletes a local table's folder; elsewhere its rows and then, at once, the files that
+        held them (message bodies are not left behind in a bucket)."""
         with self._known_lock:
             self._known.discard(address)
             self._sequenced.pop(address, None)
         folder = self._layout.folder(address)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-        elif self.exists(address):
-            self.transact(address, lambda: self.open(address).delete(), f"emptying {address}")
+            return
+        if not self.exists(address):
+            return
+        if not self.is_sequenced(address):
+            raise UnsupportedOperation(
+                f"{address} is a FIFO table Spark numbers (row tracking), which the native engine"
+                " cannot write; delete the queue with a Spark session (Broker(spark, root))"
+            )
+
+        def empty() -> None:
+            self.open(address).delete(post_commithook_properties=NO_HOOKS)
+
+        self.transact(address, empty, f"emptying {address}")
+        self.open(address).vacuum(
+            retention_hours=0, enforce_retention_duration=False, dry_run=False
+        )
+
+    def footprint(self, address: str) -> tuple[int, int]:
+        files = self.open(address).get_add_actions(flatten=True)
+        sizes = pa.RecordBatchReader.from_stream(files).read_all().column("size_bytes")
+        return len(sizes), int(pc.sum(sizes).as_py() or 0)
 
     def _remember(self, address: str) -> None:
         with self._known_lock:
             self._known.add(address)
+
+
+def applied(table: DeltaTable, app_id: str) -> bool:
+    """Whether the table holds an idempotent write with this app id (`applying`)."""
+    return (table.transaction_version(app_id) or 0) >= APP_TXN_VERSION
+
+
+def applying(app_id: str | None, *, retries: int | None = None) -> CommitProperties | None:
+    """A commit that records `app_id`, so a repeat of it finds it `applied` (a move's copy, after
+    a crash). It commits at exactly the version after its snapshot or not at all: at a later
+    one, a concurrent commit of the same id would have gone unchecked. `retries`: a plain
+    commit's own, when there is no app id."""
+    if app_id is None:
+        return None if retries is None else CommitProperties(max_commit_retries=retries)
+    # With its time, so Delta's setTransactionRetentionDuration lets the app id go in the end.
+    once = Transaction(app_id, APP_TXN_VERSION, int(time.time() * 1000))
+    return CommitProperties(max_commit_retries=0, app_transactions=[once])
 
 
 def metric(metrics: dict[str, Any], name: str) -> int:
@@ -326,28 +384,7 @@ def after_commit(table: DeltaTable, before: int) -> None:
         log.warning("could not checkpoint %s at version %d: %s", table.table_uri, version, error)
 
 
-def _row(values: dict[str, Any]) -> Row:
-    """A row as both engines return it: aware UTC datetimes, maps as dicts."""
-    for name, value in values.items():
-        if isinstance(value, datetime):
-            values[name] = value.astimezone(UTC)
-        elif isinstance(value, list) and (not value or isinstance(value[0], tuple)):
-            values[name] = dict(value)
-    return Row(values)
-
-
-def arrow_row(row: dict[str, Any]) -> dict[str, Any]:
-    """Maps as Arrow takes them (key-value pairs)."""
-    return {k: list(v.items()) if isinstance(v, dict) else v for k, v in row.items()}
-
-
-def _delta_field(field: pa.Field) -> Any:
-    from deltalake import Field
-
-    return Field.from_arrow(field)
-
-
 def is_native_root(layout: object) -> bool:
-    """Whether delta-rs can write this layout's tables: a path root on the local disk (object
-    storage needs its credentials passed on, which the native engine does not do yet)."""
-    return isinstance(layout, PathLayout) and layout.local_dir is not None
+    """Whether delta-rs can write this layout's tables: a path root on the local disk or on
+    object storage (with credentials; see tables.OBJECT_STORE_SCHEMES)."""
+    return isinstance(layout, PathLayout) and (layout.local_dir is not None or layout.object_store)

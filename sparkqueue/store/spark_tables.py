@@ -19,7 +19,7 @@ from .counts import Counts
 from .schema import QUEUE_WRITE_OPTIONS, Columns
 from .spark_exprs import to_column
 from .spark_schema import spark_schema
-from .statements import MESSAGE_KEY, Row
+from .statements import APP_TXN_VERSION, MESSAGE_KEY, Row
 from .storage import Storage
 from .tables import Layout
 from .transactions import ConflictCounter
@@ -106,13 +106,19 @@ class SparkTables:
         return self.storage.change_where(address, rule, what, values=values)
 
     def append_rows(
-        self, address: str, columns: Columns, rows: list[dict[str, Any]], what: str
+        self,
+        address: str,
+        columns: Columns,
+        rows: list[dict[str, Any]],
+        what: str,
+        *,
+        app_id: str | None = None,
     ) -> None:
         names = [name for name, _, _ in columns]
         frame = self.storage.spark.createDataFrame(
             [tuple(row[n] for n in names) for row in rows], spark_schema(columns)
         )
-        self.storage.append(address, frame, what, options=QUEUE_WRITE_OPTIONS)
+        self.storage.append(address, frame, what, options=write_options(app_id))
 
     def insert_absent(
         self, address: str, columns: Columns, key: str, row: dict[str, Any]
@@ -138,5 +144,22 @@ class SparkTables:
     def upgrade_table(self, address: str, columns: Columns) -> bool:
         return self.storage.upgrade_table(address, spark_schema(columns))
 
+    def exists(self, address: str) -> bool:
+        return self.storage.exists(address)
+
     def drop_table(self, address: str) -> None:
         self.storage.drop_table(address)
+
+    def footprint(self, address: str) -> tuple[int, int]:
+        detail = self.storage.detail(address).first()
+        if detail is None:
+            return 0, 0
+        return int(detail["numFiles"] or 0), int(detail["sizeInBytes"] or 0)
+
+
+def write_options(app_id: str | None) -> dict[str, str]:
+    """A queue table's append options; with `app_id`, an idempotent write that Delta skips when
+    the table already holds it (a move's copy, repeated after a crash)."""
+    if app_id is None:
+        return QUEUE_WRITE_OPTIONS
+    return {**QUEUE_WRITE_OPTIONS, "txnAppId": app_id, "txnVersion": str(APP_TXN_VERSION)}

@@ -20,6 +20,7 @@ from .transactions import ConflictCounter
 
 T = TypeVar("T")
 MESSAGE_KEY = ("shard", "message_id")
+APP_TXN_VERSION = 1  # an idempotent write's app id is written once (in either engine)
 
 
 class Row(dict[str, Any]):
@@ -88,9 +89,16 @@ class Tables(Protocol):
         ...
 
     def append_rows(
-        self, address: str, columns: Columns, rows: list[dict[str, Any]], what: str
+        self,
+        address: str,
+        columns: Columns,
+        rows: list[dict[str, Any]],
+        what: str,
+        *,
+        app_id: str | None = None,
     ) -> None:
-        """A blind append of whole rows (every column of the table's schema), one commit."""
+        """A blind append of whole rows (every column of the table's schema), one commit; with
+        `app_id`, once: a repeat finds the table holding that id and appends nothing."""
         ...
 
     def insert_absent(
@@ -115,4 +123,10 @@ class Tables(Protocol):
         """Gives an existing table the nullable columns it lacks; False when there is none."""
         ...
 
+    def exists(self, address: str) -> bool: ...
+
     def drop_table(self, address: str) -> None: ...
+
+    def footprint(self, address: str) -> tuple[int, int]:
+        """The table's live data files and their bytes (the redrive job's metrics)."""
+        ...

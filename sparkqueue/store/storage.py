@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,8 +22,8 @@ from ..limits import COMPACTED_FILE_BYTES
 from ..rules.expr import Expr
 from . import sql
 from .dml import Counts, Merge, change, in_list
-from .locking import SPARK, ProcessLock, commit_lock, process_lock
-from .logtrim import clear_unfinished_log, trim_log
+from .locking import SPARK, commit_lock
+from .logtrim import clear_unfinished_log, trim_table_log
 from .spark_exprs import to_column
 from .tables import Layout, Table
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
@@ -327,22 +326,12 @@ class Storage:
 
     def trim_log(self, address: str, keep_seconds: float) -> int:
         """On a local root, deletes the table's `_delta_log` history older than `keep_seconds`
-        (see logtrim.py) and returns how many files went; elsewhere nothing, as Delta's own
-        cleanup (`delta.logRetentionDuration`) and the store's listing apply there."""
-        lock, folder = self._process_lock(address), self.layout.folder(address)
-        if lock is None or folder is None:
-            return 0
-        with lock.hold_alone():  # no transaction in flight: each later one reads a newer version
-            return trim_log(folder, time.time(), keep_seconds)
+        (logtrim.py); how many files went."""
+        return trim_table_log(self.layout, address, keep_seconds)
 
     def _remember(self, address: str) -> None:
         with self._root.known_lock:
             self._root.known_tables.add(address)
-
-    def _process_lock(self, address: str) -> ProcessLock | None:
-        """The cross-process commit lock of a table on a local root or schema (None elsewhere)."""
-        lock_file = self.layout.lock_file(address)
-        return None if lock_file is None else process_lock(lock_file)
 
 
 def _interpreting_child(spark: SparkSession, local: bool) -> SparkSession:

@@ -29,6 +29,9 @@ _NOT_TABLE_NAME = re.compile(r"[^a-z0-9_]")
 SESSION_CATALOG = "spark_catalog"  # Spark's own catalog (with Delta's), local to one process
 # Mount-style paths that are not the driver's own disk even though they have no URI scheme.
 _REMOTE_MOUNTS = ("/Volumes/", "/dbfs/", "/Workspace/")
+# Object storage that delta-rs writes itself, with credentials from its storage options or the
+# environment (AWS_*, GOOGLE_*, AZURE_*): S3, Google Cloud Storage, Azure Blob and ADLS Gen2.
+OBJECT_STORE_SCHEMES = frozenset({"s3", "s3a", "gs", "az", "abfs", "abfss"})
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,11 @@ def local_dir_of(location: str) -> str | None:
     return None
 
 
+def is_object_store(location: str) -> bool:
+    """Whether a root is on object storage the native engine can write (given credentials)."""
+    return urlparse(location).scheme.lower() in OBJECT_STORE_SCHEMES
+
+
 def check_catalog_schema(catalog: object) -> tuple[str, ...]:
     """`schema` or `catalog.schema`, each part letters, digits, `_` or `-`; its parts."""
     parts = tuple(catalog.split(".")) if isinstance(catalog, str) else ()
@@ -146,6 +154,7 @@ class PathLayout:
         sql.check_path(root, "root")
         self.local_dir = local_dir_of(root)
         self.uri = f"file:{self.local_dir}" if self.local_dir else root.rstrip("/")
+        self.object_store = is_object_store(root)
 
     def __str__(self) -> str:
         return self.uri

@@ -34,7 +34,7 @@ def rows_table(folder, rows: list[dict]) -> str:
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from sparkqueue.store.native_tables import arrow_schema
+    from sparkqueue.store.native_arrow import arrow_schema
     from sparkqueue.store.schema import MESSAGE_COLUMNS
 
     path = str(folder / "t")

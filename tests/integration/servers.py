@@ -22,6 +22,7 @@ from sparkqueue.session import (
     delta_maven_coordinate,
     read_properties,
 )
+from tests.processes import stop
 
 SPARK_HOME = Path(pyspark.__file__).parent
 CONNECT_IVY_HOME = Path.home() / ".ivy2-sparkqueue-connect"
@@ -57,11 +58,7 @@ def daemon(args: list[str], log: Path, ready: str, env: dict[str, str]) -> Itera
             time.sleep(0.2)
         yield
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
 
 
 @contextmanager

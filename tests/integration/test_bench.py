@@ -17,7 +17,7 @@ def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path
     )
 
     assert results["bulk"]["enqueued"] == results["bulk"]["drained"] == 2_000
-    assert results["redrive"]["released"] == 100
+    assert results["redrive"]["released"] == results["redrive"]["native_released"] == 100
     figures = results["engines"]["native"]
     assert len(figures["latency"]["receive_ms"]) == 4
     for scenario in ("load_alone", "load_with_producer", "buffered_load"):
@@ -47,3 +47,20 @@ def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path
     )  # fmt: skip
     assert set(on_spark["engines"]) == {"spark"}
     assert len(on_spark["engines"]["spark"]["latency"]["receive_ms"]) == 4
+
+
+def test_the_benchmark_runs_natively_on_object_storage_beside_the_local_root(
+    spark, s3, tmp_path, monkeypatch
+):
+    for name, value in s3.options.items():
+        monkeypatch.setenv(name, value)
+    bucket = s3.new_bucket()
+    results = main(
+        ["--smoke", "--engine", "native", "--only", "latency", "--only", "fifo", "--out",
+         str(tmp_path), "--root", str(tmp_path / "root"), "--object-store", bucket]
+    )  # fmt: skip
+    assert set(results["engines"]) == {"native", "native on s3"}
+    figures = results["engines"]["native on s3"]
+    assert len(figures["latency"]["receive_ms"]) == 4
+    fifo = figures["fifo_load"]
+    assert fifo["delivered"] > 0 and fifo["duplicates"] == fifo["out_of_order"] == 0

@@ -13,6 +13,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from sparkqueue import Broker
+from sparkqueue.errors import InvalidParameterValue
+from sparkqueue.services.redrive import Redrive
 from sparkqueue.store.storage import Storage
 
 from .helpers import run_threads
@@ -31,6 +33,17 @@ def test_the_engine_is_chosen_and_says_so(spark, broker, spark_broker, tmp_path)
     assert Broker(None, str(tmp_path / "other")).engine == "native"
     assert Broker(spark, str(tmp_path / "other"), engine="native").engine == "native"
     assert "engine='native'" in repr(broker)
+
+
+def test_on_object_storage_a_broker_with_spark_keeps_to_spark(spark):
+    """Spark's S3 log store and delta-rs's conditional puts do not exclude each other's commits,
+    so one engine writes an object-storage root: Spark's where a session is given (refused
+    before anything is read: this session has no S3 file system to read with)."""
+    root = "s3a://bucket/queues"
+    with pytest.raises(InvalidParameterValue, match="one engine writes a root"):
+        Broker(spark, root, engine="native")
+    with pytest.raises(InvalidParameterValue, match="one engine writes a root"):
+        Broker(spark, root, storage_options={"AWS_REGION": "us-east-1"})
 
 
 def test_threads_of_both_engines_share_one_queue(spark, broker, spark_broker):
@@ -101,6 +114,8 @@ def test_visibility_changes_and_deletes_of_either_engine_hold_for_the_other(
 CHILD = """
 import json, pathlib, sys
 from sparkqueue import Broker
+from sparkqueue.errors import InvalidParameterValue
+from sparkqueue.services.redrive import Redrive
 from tests.integration.test_concurrency import share_the_queue
 
 root, out, ready = sys.argv[1:4]
@@ -113,6 +128,37 @@ json.dump(share_the_queue(queue, "child"), open(out, "w"))
 def test_a_native_process_and_a_spark_process_share_one_queue(spark_broker, tmp_path):
     queue = spark_broker.create_queue("shared")
     share_with_a_child(queue, CHILD, [spark_broker.root], tmp_path)
+
+
+@pytest.mark.parametrize("marks", ["spark", "native"])
+def test_a_move_one_engine_marked_is_finished_once_by_the_others_pass(broker, clock, marks):
+    """A redrive pass of one engine marks the exhausted messages; before it copies them, a pass
+    of the other engine finds the marks and finishes the move (its copy carries the marker as
+    its app id, which both engines write and read as Delta's `txn`). The first pass then copies
+    nothing and drops nothing: every message reaches the dead-letter queue exactly once."""
+    dead = broker.create_queue("spent")
+    work = broker.create_queue("tried", dead_letter_queue="spent", max_receive_count=1)
+    sent = work.send_batch([f"m{i}" for i in range(40)])
+    while work.receive(10, visibility_timeout=5):
+        pass
+    clock.advance(6)
+    native = Broker(None, broker.root, clock=clock)
+    first, second = (broker, native) if marks == "spark" else (native, broker)
+    finished = []
+
+    def the_other_pass_finishes(step: str, queue: str) -> None:
+        if step == "marked" and not finished:
+            finished.append(second.redrive())
+
+    report = Redrive(first.context, on_step=the_other_pass_finishes).run()
+
+    assert (finished[0].moved_to_dead_letter, report.moved_to_dead_letter) == (40, 0)
+    moved: list[str] = []
+    while batch := dead.receive(10, visibility_timeout=600):
+        moved += [m.message_id for m in batch]
+    assert sorted(moved) == sorted(sent)  # each once
+    left = work.stats()
+    assert (left.visible, left.in_flight, left.awaiting_dead_letter) == (0, 0, 0)
 
 
 def test_native_consumers_beside_redrive_passes_lose_nothing(spark, broker, clock):

@@ -19,7 +19,7 @@ from sparkqueue import Broker
 from sparkqueue.attributes import QueueAttributes
 from sparkqueue.engine import fifo, inspect, send
 from sparkqueue.engine.conditions import alive, claimable, in_flight
-from sparkqueue.engine.moves import Mover
+from sparkqueue.engine.moves_df import Mover
 from sparkqueue.errors import UnsupportedOperation
 from sparkqueue.rules.deduplication import DEDUPLICATION_COLUMNS, accepted_originals, duplicates
 from sparkqueue.rules.expr import col

@@ -1,4 +1,7 @@
-"""The redrive job: dead-letter moves, releases, retention, move-back, crash safety, upkeep, metrics."""
+"""The redrive job: dead-letter moves, releases, retention, move-back, crash safety, upkeep, metrics.
+
+The semantics run on both of the job's engines (`both_passes`): Spark's, for a broker with a
+session, and the native engine's, for a broker without one (no upkeep there: Spark's alone)."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from sparkqueue import Broker, RedriveReport
-from sparkqueue.engine.moves import Mover
+from sparkqueue.engine.movers import movers
 from sparkqueue.errors import (
     InvalidParameterValue,
     QueueDoesNotExist,
@@ -14,7 +17,6 @@ from sparkqueue.errors import (
 )
 from sparkqueue.services.redrive import Redrive
 from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
-from tests.integration.helpers import queue_table
 
 MAX_RECEIVES = 1  # one receive exhausts a message, which keeps the tests short
 
@@ -29,6 +31,17 @@ def crash_at(step: str):
             raise Crash(f"{step} in {queue}")
 
     return hook
+
+
+@pytest.fixture
+def broker(request, spark, tmp_path, clock) -> Broker:
+    """A broker whose redrive pass runs on Spark (a session given) or, as `both_passes` asks,
+    through the native engine (no session)."""
+    session = None if getattr(request, "param", "spark") == "native" else spark
+    return Broker(session, str(tmp_path / "root"), clock=clock)
+
+
+both_passes = pytest.mark.parametrize("broker", ["spark", "native"], indirect=True)
 
 
 @pytest.fixture
@@ -52,9 +65,13 @@ def exhaust(queue, clock, count: int) -> list[str]:
 
 
 def ids_in(queue) -> list[str]:
-    return sorted(row.message_id for row in queue_table(queue).collect())
+    """Every message id in the queue's table, whatever its state (read natively)."""
+    ctx = queue._ctx
+    rows = ctx.tables.select(ctx.record(queue.name).location, ["message_id"])
+    return sorted(row.message_id for row in rows)
 
 
+@both_passes
 def test_exhausted_messages_move_to_the_dead_letter_queue(broker, dlq, clock):
     work = broker.create_queue("work", dead_letter_queue="work-dlq", max_receive_count=2)
     work.send_batch(
@@ -84,6 +101,7 @@ def test_exhausted_messages_move_to_the_dead_letter_queue(broker, dlq, clock):
     work.delete(fine.receipt_handle)  # a held message was left alone
 
 
+@both_passes
 def test_expired_receives_are_released_and_their_handles_rejected(broker, clock):
     queue = broker.create_queue("plain")
     queue.send_batch(["expired", "held"])
@@ -103,6 +121,7 @@ def test_expired_receives_are_released_and_their_handles_rejected(broker, clock)
     queue.delete(first["held"].receipt_handle)
 
 
+@both_passes
 def test_messages_past_retention_are_removed(broker, clock):
     queue = broker.create_queue("short", retention_seconds=60)
     queue.send("old")
@@ -113,6 +132,7 @@ def test_messages_past_retention_are_removed(broker, clock):
     assert [m.body for m in queue.receive(10)] == ["young"]
 
 
+@both_passes
 def test_a_message_held_by_a_consumer_is_never_moved(broker, dlq, clock):
     queue = broker.create_queue("once", dead_letter_queue="work-dlq", max_receive_count=1)
     queue.send("slow")
@@ -125,6 +145,7 @@ def test_a_message_held_by_a_consumer_is_never_moved(broker, dlq, clock):
     assert [m.body for m in dlq.receive(10)] == ["slow"]
 
 
+@both_passes
 def test_two_passes_in_a_row_equal_one(broker, work, dlq, clock):
     work.send_batch(["a", "b", "c"])
     exhausted = exhaust(work, clock, 3)
@@ -137,6 +158,7 @@ def test_two_passes_in_a_row_equal_one(broker, work, dlq, clock):
     assert len(ids_in(work)) == 1
 
 
+@both_passes
 @pytest.mark.parametrize("step", ["marked", "copied", "dropped"])
 def test_a_crash_between_commits_leaves_every_message_exactly_once(broker, work, dlq, clock, step):
     work.send_batch([f"m{i}" for i in range(4)])
@@ -153,6 +175,7 @@ def test_a_crash_between_commits_leaves_every_message_exactly_once(broker, work,
     assert ids_in(work) == []
 
 
+@both_passes
 def test_a_copy_consumed_before_recovery_is_not_resurrected(broker, work, dlq, clock):
     work.send("poison")
     exhaust(work, clock, 1)
@@ -164,6 +187,7 @@ def test_a_copy_consumed_before_recovery_is_not_resurrected(broker, work, dlq, c
     assert ids_in(dlq) == ids_in(work) == []
 
 
+@both_passes
 def test_start_message_move_returns_messages_to_their_source(broker, work, dlq, clock):
     other = broker.create_queue("other", dead_letter_queue="work-dlq", max_receive_count=1)
     work.send_batch(["w1", "w2"])
@@ -181,6 +205,7 @@ def test_start_message_move_returns_messages_to_their_source(broker, work, dlq, 
     dlq.delete(held.receipt_handle)
 
 
+@both_passes
 def test_start_message_move_to_a_destination_with_a_limit(broker, dlq, clock):
     target = broker.create_queue("replay")
     dlq.send_batch([f"d{i}" for i in range(5)])
@@ -190,12 +215,13 @@ def test_start_message_move_to_a_destination_with_a_limit(broker, dlq, clock):
     assert dlq.start_message_move("replay") == 0
 
 
+@both_passes
 @pytest.mark.parametrize("step", ["marked", "copied"])
 def test_start_message_move_is_crash_safe(broker, dlq, clock, step):
     target = broker.create_queue("replay")
     dlq.send_batch(["x", "y"])
     with pytest.raises(Crash):
-        Mover(broker.context, crash_at(step)).move_back(
+        movers(broker.context, crash_at(step)).move_back(
             broker.context.record(dlq.name), "replay", clock(), None
         )
     assert dlq.receive(10) == []  # being moved: hidden
@@ -204,6 +230,7 @@ def test_start_message_move_is_crash_safe(broker, dlq, clock, step):
     assert ids_in(dlq) == []
 
 
+@both_passes
 def test_start_message_move_rejects_bad_destinations(broker, dlq):
     broker.create_queue("jobs.fifo", fifo=True)
     cases = [
@@ -219,6 +246,7 @@ def test_start_message_move_rejects_bad_destinations(broker, dlq):
         dlq.start_message_move(max_messages=0)
 
 
+@both_passes
 def test_redrive_rejects_unknown_queues(broker, work):
     with pytest.raises(QueueDoesNotExist, match="nope"):
         broker.redrive(["work", "nope"])

@@ -8,9 +8,9 @@ from sparkqueue.bench import chart, main, table
 
 
 def test_a_partial_run_reports_only_its_scenarios(tmp_path):
-    results = {"redrive": {"redrive_s": 3.5, "released": 100}}
+    results = {"redrive": {"redrive_s": 3.5, "released": 100, "native_redrive_s": 0.25}}
     rows = table(results)
-    assert rows == [("redrive pass", "3.5 s", "<= 10 s")]
+    assert rows == [("redrive pass", "spark 3.5 s | native 0.2 s", "<= 10 s")]
     chart(results, tmp_path / "bench.png")
     assert (tmp_path / "bench.png").stat().st_size > 0
 

@@ -25,8 +25,8 @@ from sparkqueue.errors import (
 )
 from sparkqueue.rules import handles
 from sparkqueue.rules.expr import col, lit
+from sparkqueue.store.native_arrow import arrow_schema
 from sparkqueue.store.native_sql import literal, to_sql
-from sparkqueue.store.native_tables import arrow_schema
 from sparkqueue.store.schema import MESSAGE_COLUMNS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,14 +92,12 @@ def test_what_needs_spark_says_so_and_changes_nothing(broker, tmp_path):
         queue.peek_df()
     with pytest.raises(UnsupportedOperation, match="Spark session"):
         broker.create_queue("ordered.fifo", fifo=True).receive_df(10)
-    with pytest.raises(UnsupportedOperation, match="Spark session"):
-        broker.redrive()
     with pytest.raises(InvalidParameterValue, match="engine must be one of"):
         Broker(None, str(tmp_path / "x"), engine="fast")
     with pytest.raises(InvalidParameterValue, match="need a Spark session"):
         Broker(None, str(tmp_path / "x"), engine="spark")
     with pytest.raises(InvalidParameterValue, match="local disk"):
-        Broker(None, "s3://bucket/queues")
+        Broker(None, "/Volumes/main/queues/files")
     assert broker.list_queues() == ["ordered.fifo", "plain"]
 
 

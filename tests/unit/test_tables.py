@@ -27,6 +27,13 @@ def test_remote_roots_have_no_local_folder_and_no_lock():
     assert PathLayout("/Volumes/main/q/v").local_dir is None
 
 
+def test_object_storage_is_told_by_its_scheme():
+    for root in ("s3://b/q", "S3A://b/q", "gs://b/q", "abfss://c@a.dfs.core.windows.net/q"):
+        assert PathLayout(root).object_store, root
+    for root in ("/data/q", "file:/data/q", "dbfs:/q", "/Volumes/main/q/v", "hdfs://nn/q"):
+        assert not PathLayout(root).object_store, root
+
+
 def test_a_path_table_is_named_by_its_path_in_sql_and_in_merges():
     table = Table("file:/r/q", named=False)
     assert table.sql == "delta.`file:/r/q`"

@@ -1,5 +1,5 @@
 """`pip install sparkqueue` without pyspark: the Python API, the command line and the SQS endpoint
-work on a local root, in a process where importing pyspark, py4j or delta-spark fails, and what
+work on a local root (and on object storage: test_object_storage.py), in a process where importing pyspark, py4j or delta-spark fails, and what
 needs Spark says so (UnsupportedOperation) instead of failing on an import."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,7 +64,6 @@ spark_only = {
     "receive_df": lambda: queue.receive_df(1),
     "peek_df": lambda: queue.peek_df(),
     "consume": lambda: queue.consume(lambda batch: None, max_batches=1),
-    "redrive": lambda: Broker(None, root).redrive(),
 }
 for name, call in spark_only.items():
     try:
@@ -71,15 +72,22 @@ for name, call in spark_only.items():
         assert "Spark" in error.message, error.message
     else:
         raise AssertionError(f"{name} did not say it needs Spark")
+report = Broker(None, root).redrive()  # through the native engine
+assert sorted(report.queues) == ["ordered.fifo", "plain"], report
 loaded = sorted(name for name in sys.modules if name.split(".")[0] in ("pyspark", "py4j", "delta"))
 assert loaded == [], loaded
 print("ok")
 """
 
 
-def test_the_api_the_command_line_and_the_endpoint_need_no_pyspark(tmp_path):
+@pytest.fixture
+def root(tmp_path) -> str:
+    return str(tmp_path / "root")
+
+
+def test_the_api_the_command_line_and_the_endpoint_need_no_pyspark(root):
     done = subprocess.run(
-        [sys.executable, "-c", NO_SPARK + SESSION, str(tmp_path / "root")],
+        [sys.executable, "-c", NO_SPARK + SESSION, root],
         capture_output=True,
         text=True,
         cwd=REPO,
