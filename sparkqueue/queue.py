@@ -356,6 +356,7 @@ class Queue:
                     f"messages of {self.name!r} can only move to a queue of the same type (FIFO"
                     f" or standard); {destination!r} is not"
                 )
+        self._ctx.tables_for(record)  # a FIFO table Spark numbers needs Spark (says so)
         return movers(self._ctx).move_back(record, destination, self._ctx.now(), max_messages)
 
     # -- inspecting ---------------------------------------------------------------------------------

@@ -86,9 +86,9 @@ def open_broker(root: str | None, catalog: str | None, *, spark: bool = False) -
 
 
 def open_pass_broker(root: str | None, catalog: str | None) -> Any:
-    """The broker for redrive passes: Spark's (whose pass also compacts and vacuums), except on
-    object storage, whose native writers Spark's commits would not take turns with, and where
-    pyspark is not installed: the native engine's there."""
+    """The broker for redrive passes: Spark's (whose pass also serves FIFO queues whose tables
+    Spark numbers), except on object storage, whose native writers Spark's commits would not
+    take turns with, and where pyspark is not installed: the native engine's there."""
     where = resolve_where(root, catalog)
     if where.native() and not where.local():
         return where.broker(None)

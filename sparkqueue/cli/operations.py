@@ -48,9 +48,9 @@ def redrive(
 ) -> None:
     """One pass of the redrive job (releases, dead-letter moves, retention, upkeep), or --every.
 
-    On Spark where it is installed (the pass then compacts and vacuums too); through the native
-    engine on object storage, where Spark would not take turns with native writers, or without
-    pyspark."""
+    On Spark where it is installed (that pass also serves FIFO queues whose tables Spark numbers);
+    through the native engine on object storage, where Spark would not take turns with native
+    writers, or without pyspark."""
     from ..services.redrive import run_schedule
     from ..services.settings import RedriveSettings
 

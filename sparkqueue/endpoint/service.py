@@ -5,6 +5,7 @@ sparkqueue's errors become SQS errors without saying where the server keeps its 
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from .naming import Naming
 from .tasks import MoveTasks
 
 STORAGE = "<storage>"  # what error texts say instead of the server's root or table locations
+URL_QUERY = re.compile(r"\?[^\s'\"]*=[^\s'\"]*")  # a URL's query string (key=value...)
 
 
 @dataclass
@@ -72,7 +74,8 @@ class Service:
     def pass_broker(self) -> Broker:
         """The broker that runs the redrive passes: Spark's where this endpoint can open a
         session, else its own through the native engine (object storage, where Spark stays out
-        of the process, or no pyspark installed: passes then neither compact nor vacuum)."""
+        of the process, or no pyspark installed: such passes skip FIFO queues whose tables Spark
+        numbers)."""
         try:
             return self.spark_broker()
         except UnsupportedOperation:
@@ -115,11 +118,16 @@ class Service:
 
     def private(self, fault: SqsFault) -> SqsFault:
         """The fault with the server's root and table locations taken out of its text."""
-        layout = self.broker.context.tables.layout
-        message = fault.message
-        for secret in sorted({str(layout), layout.local_dir or ""} - {""}, key=len, reverse=True):
-            message = message.replace(secret, STORAGE)
+        message = self.redacted(fault.message)
         return fault if message == fault.message else SqsFault(fault.kind.name, message)
+
+    def redacted(self, text: str) -> str:
+        """`text` with the server's root and table locations taken out (and a URL's query, where
+        a store's signed request could carry a token)."""
+        layout = self.broker.context.tables.layout
+        for secret in sorted({str(layout), layout.local_dir or ""} - {""}, key=len, reverse=True):
+            text = text.replace(secret, STORAGE)
+        return URL_QUERY.sub("?...", text)
 
 
 def action(run: Callable[[Request], dict[str, Any]]) -> Callable[[Request], dict[str, Any]]:

@@ -9,7 +9,7 @@ The pass runs on Spark where it can: an endpoint serving through the native engi
 its Spark broker (and so its JVM) at the first pass, on this thread, never on a request's, and
 the pass also does the table upkeep it finds due, as the redrive job would. Where it cannot (no
 pyspark installed, or object storage, where Spark stays out of a native endpoint's process) the
-pass runs through the native engine: the same moves, releases and metrics, without compaction. Passes share the
+pass runs through the native engine: the same moves, releases, upkeep and metrics. Passes share the
 queues with clients and Spark jobs through optimistic transactions, as the job does.
 """
 

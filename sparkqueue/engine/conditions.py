@@ -15,6 +15,11 @@ MOVE_MARKER_PREFIX = "moving:"
 TOMBSTONE_SHARD = -1
 
 
+def all_shards(attrs: QueueAttributes) -> list[int]:
+    """Every partition of a queue's table: its shards and the tombstones'."""
+    return [*range(attrs.shards), TOMBSTONE_SHARD]
+
+
 def is_message() -> Expr:
     """A message rather than a FIFO deduplication tombstone."""
     return col("shard") != TOMBSTONE_SHARD

@@ -96,6 +96,8 @@ def arrival_values(source: QueueRecord, now: datetime) -> dict[str, Any]:
 class Moves:
     """Moves messages from one queue's table to others, exactly once even across crashes."""
 
+    chunk: int | None = None  # rows marked and copied at a time (None: all at once)
+
     def __init__(self, ctx: QueueContext, store: ChangesWhere, on_step: StepHook = no_hook) -> None:
         self._ctx = ctx
         self._store = store
@@ -110,10 +112,18 @@ class Moves:
         limit: int | None = None,
     ) -> int:
         """Moves the rows meeting `condition` to the queue `destination` (None: each to the
-        queue it came from); returns how many."""
-        marking = Marking(source, condition, destination, now, handles.new_token(), limit)
-        markers = self._mark(marking)
-        return sum(self._finish(source, marker, now) for marker in markers)
+        queue it came from); returns how many. An engine with a `chunk` moves that many rows at
+        a time, each chunk its own three steps."""
+        moved = 0
+        while limit is None or moved < limit:
+            left = None if limit is None else limit - moved
+            size = left if self.chunk is None else min(self.chunk, left or self.chunk)
+            marking = Marking(source, condition, destination, now, handles.new_token(), size)
+            done = sum(self._finish(source, marker, now) for marker in self._mark(marking))
+            moved += done
+            if size is None or done < size:
+                break
+        return moved
 
     def move_back(
         self, source: QueueRecord, destination: str | None, now: datetime, limit: int | None
@@ -201,6 +211,8 @@ class RowMoves(Moves):
     """Moves with the rows at hand, through the native engine (a broker without Spark): it
     writes standard tables and the FIFO tables it numbers, never Spark's row-tracking ones."""
 
+    chunk = 1_000  # no copy holds more rows than this in memory
+
     def __init__(self, ctx: QueueContext, on_step: StepHook = no_hook) -> None:
         native = ctx.native
         if native is None:
@@ -215,15 +227,24 @@ class RowMoves(Moves):
         self._ctx.tables_for(target)  # raises UnsupportedOperation, saying why
 
     def _mark(self, marking: Marking) -> list[str]:
+        """One guarded UPDATE per destination, each under a marker of its own: a retry after
+        a conflict between two of them never reuses a marker that another finisher may have
+        completed already (a copy under it would be skipped as done, and its rows dropped)."""
         source, condition, now = marking.source, marking.condition, marking.now
         if not self.writable(source):
             self._refuse(source)
-        marked: list[str] = []  # kept across retries: a committed mark stays committed
+        marked: dict[str, int] = {}  # kept across retries: a committed mark stays committed
 
         def attempt() -> None:
-            columns = ["shard", "message_id", "moved_from"]
+            wanted = None if marking.limit is None else marking.limit - sum(marked.values())
+            if wanted is not None and wanted <= 0:
+                return
             chosen = self._native.select(
-                source.location, columns, condition, order_by=["message_id"], limit=marking.limit
+                source.location,
+                ["shard", "message_id", "moved_from"],
+                condition,
+                order_by=["sequence_number", "message_id"],  # a FIFO group's head first
+                limit=wanted,
             )
             by_target: dict[str, list[Any]] = {}
             for row in chosen:
@@ -231,16 +252,17 @@ class RowMoves(Moves):
                 if name is not None:
                     by_target.setdefault(name, []).append(row)
             for name, rows in sorted(by_target.items()):
-                marker = marking.marker(name)
+                marker = f"{MOVE_MARKER_PREFIX}{handles.new_token()}:{name}"
                 ids = col("message_id").isin([row.message_id for row in rows])
                 shards = col("shard").isin(sorted({row.shard for row in rows}))
                 values = {"receipt_handle": lit(marker), **hold_values(now)}
-                self._native.change(source.location, shards & ids & condition, values)
-                marked.append(marker)
+                marked[marker] = self._native.change(
+                    source.location, shards & ids & condition, values
+                ).changed
 
         self._native.transact(source.location, attempt, f"marking moves in {source.name!r}")
         self._on_step("marked", source.name)
-        return sorted(set(marked))
+        return sorted(marker for marker, rows in marked.items() if rows)
 
     def _copy(self, source: QueueRecord, marker: str, target: QueueRecord, now: datetime) -> None:
         names = [name for name, _, _ in MESSAGE_COLUMNS]

@@ -1,10 +1,9 @@
 """The redrive job: dead-letter moves, releases, retention, upkeep and metrics, one pass at a time.
 
-A pass runs on the broker's Spark session where it has one (moves at DataFrame scale, and table
-upkeep), and otherwise through the native engine: the same steps, the same rules and the same
-metrics, with moves of the rows at hand (engine/moves.py) and no compaction or VACUUM, which
-are Spark's (a broker without Spark on a local root or object storage still moves its
-dead letters, releases, expires and records its metrics).
+A pass runs on the broker's Spark session where it has one (moves at DataFrame scale), and
+otherwise through the native engine (moves of the rows at hand, engine/moves.py): the same steps,
+the same rules, the same upkeep on the same cadence (tidy.py) and the same metrics, so a broker
+without Spark, on a local root or object storage, keeps its queues as Spark's job would.
 """
 
 from __future__ import annotations
@@ -14,10 +13,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..engine import fifo_queue, inspect
 from ..engine.conditions import (
+    all_shards,
     being_moved,
     exhausted,
     past_retention,
@@ -30,16 +30,13 @@ from ..engine.movers import movers
 from ..engine.moves import StepHook, no_hook
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..model import QueueRedrive, RedriveReport
-from ..rules.expr import null
+from ..rules.expr import col, lit, null
 from ..store.logtrim import trim_logs
 from ..store.registry import QueueRecord
 from ..store.schema import METRICS_COLUMNS
 from ..store.statements import Tables
-from ..store.tables import Layout
-from .settings import RedriveSettings
-
-if TYPE_CHECKING:
-    from .upkeep import PassUpkeep
+from .settings import RedriveSettings, UpkeepSettings
+from .tidy import Tidy, tidy_table
 
 log = logging.getLogger(__name__)
 
@@ -59,17 +56,26 @@ class Redrive:
         self._ctx = ctx
         self.settings = settings or RedriveSettings()
         self._mover = movers(ctx, on_step)
-        tables = ctx.native if ctx.bulk is None else ctx.spark_tables
-        assert tables is not None
-        self._tables: Tables = tables
-        self.metrics_table = tables.layout.metrics
-        self._upkeep: PassUpkeep | LogUpkeep
+        self._upkeep_at: dict[str, datetime] = {}
+        # Reads, changes and upkeep: through the native engine, or Spark's bulk session.
+        self._tables: Tables
+        self._tidy: Tidy
+        self._keep_up: Callable[[QueueRecord, UpkeepSettings, datetime], None]
         if ctx.bulk is None:
-            self._upkeep = LogUpkeep(tables.layout, self.settings)
+            native = ctx.native
+            assert native is not None
+            self._tables = self._tidy = native
+            self._keep_up = lambda record, settings, now: tidy_table(
+                native, record.location, settings, all_shards(record.attributes)
+            )
         else:
-            from .upkeep import PassUpkeep  # Spark's compaction and VACUUM besides
+            from ..store.spark_tables import SparkTables  # its scans at scale: compiled
+            from .upkeep import keep_up  # the queue's receive_df claims too, which are Spark's
 
-            self._upkeep = PassUpkeep(ctx.bulk, self.settings, self.metrics_table)
+            self._tables, self._tidy = SparkTables(ctx.bulk, interpreted=False), ctx.bulk
+            bulk = ctx.bulk
+            self._keep_up = lambda record, settings, now: keep_up(bulk, record, settings, now)
+        self.metrics_table = self._tables.layout.metrics
         self._tables.ensure_table(self.metrics_table, METRICS_COLUMNS)
 
     def run(self, queues: Sequence[str] | None = None) -> RedriveReport:
@@ -95,7 +101,11 @@ class Redrive:
             what = "recording redrive metrics"
             self._tables.append_rows(self.metrics_table, METRICS_COLUMNS, rows, what)
             shared = (self.metrics_table, self._ctx.registry.table)
-            self._upkeep.shared(shared, any(result.upkeep for result in results.values()))
+            defaults = self.settings.defaults
+            if any(result.upkeep for result in results.values()):
+                for address in shared:
+                    tidy_table(self._tidy, address, defaults)
+            trim_logs(self._tables.layout, shared, defaults.local_log_minutes)
         return RedriveReport(results)
 
     def _queue_names(self, queues: Sequence[str] | None) -> list[str]:
@@ -164,7 +174,16 @@ class Redrive:
             step("removing spent tombstones")
             what = f"removing spent tombstones from {name!r}"
             self._tables.change_where(location, spent_tombstone(now), what)
-        upkeep = self._upkeep.queue(record, now, step)
+        settings = self.settings.upkeep_for(name)
+        upkeep = bool(settings.upkeep_every_seconds) and settings.due(
+            self._last_upkeep(name, now), now
+        )
+        if upkeep:
+            self._upkeep_at[name] = now
+            step("upkeep: compaction and VACUUM")
+            self._keep_up(record, settings, now)
+        claims = self._tables.layout.claims(location)  # (receive_df's, on a local root)
+        trim_logs(self._tables.layout, (location, claims), settings.local_log_minutes)
         stats = inspect.stats(self._ctx, record)
         files, size = self._tables.footprint(location)
         duration = time.monotonic() - started
@@ -209,6 +228,19 @@ class Redrive:
         }
         return dict(self._tables.aggregate(record.location, counts, {}))
 
+    def _last_upkeep(self, name: str, now: datetime) -> datetime | None:
+        """When upkeep last ran for the queue (from the metrics, once per process); its first
+        pass counts as the start of the cadence."""
+        if name not in self._upkeep_at:
+            rows = self._tables.select(
+                self.metrics_table, ["pass_at", "upkeep"], col("queue") == lit(name)
+            )
+            upkept = [row.pass_at for row in rows if row.upkeep]
+            last = max(upkept) if upkept else min((row.pass_at for row in rows), default=None)
+            self._upkeep_at[name] = last or now
+            return last
+        return self._upkeep_at[name]
+
     def _drop_duplicates(self, record: QueueRecord) -> int:
         if self._ctx.bulk is None:
             assert self._ctx.native is not None
@@ -217,23 +249,6 @@ class Redrive:
 
         storage = self._ctx.storage
         return drop_duplicates(storage, record.location, lambda: self._ctx.read(record))
-
-
-class LogUpkeep:
-    """What a pass through the native engine keeps up: the `_delta_log` of local tables, trimmed
-    on every pass (compaction and VACUUM are Spark's: upkeep.PassUpkeep)."""
-
-    def __init__(self, layout: Layout, settings: RedriveSettings) -> None:
-        self._layout = layout
-        self._settings = settings
-
-    def queue(self, record: QueueRecord, now: datetime, step: Callable[[str], None]) -> bool:
-        minutes = self._settings.upkeep_for(record.name).local_log_minutes
-        trim_logs(self._layout, (record.location,), minutes)
-        return False
-
-    def shared(self, tables: Sequence[str], tidy: bool) -> None:
-        trim_logs(self._layout, tables, self._settings.defaults.local_log_minutes)
 
 
 def run_schedule(

@@ -106,7 +106,8 @@ class ProcessLock:
                         self._cond.notify_all()  # the other engine's waiters mark the drain
                     self._holders += 1
                     return
-            time.sleep(0.005)  # after a drain, let a process blocked in flock(2) take the lock
+            if self._path is not None:  # after a drain, let a process blocked in flock(2) in
+                time.sleep(0.005)
 
     def _blocked(self, kind: str) -> bool:
         if self._alone:

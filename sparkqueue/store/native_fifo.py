@@ -36,15 +36,9 @@ from deltalake import DeltaTable
 from ..rules.deduplication import DEDUPLICATION_COLUMNS
 from ..rules.expr import Expr
 from .native_arrow import arrow_row, arrow_schema
+from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
 from .native_sql import quote_name, quote_text, to_sql
-from .native_tables import (
-    NO_HOOKS,
-    NativeTables,
-    after_commit,
-    applied,
-    applying,
-    metric,
-)
+from .native_tables import NativeTables
 from .schema import Columns
 from .statements import Row
 

@@ -13,21 +13,18 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import (
-    CommitProperties,
     DeltaTable,
-    PostCommitHookProperties,
     QueryBuilder,
-    Transaction,
     write_deltalake,
 )
 from deltalake.exceptions import DeltaProtocolError, TableNotFoundError
+from deltalake.fs import DeltaStorageHandler
 
 from ..errors import UnsupportedOperation
 from ..rules.expr import Expr, col
@@ -35,19 +32,15 @@ from .counts import Counts
 from .locking import NATIVE, commit_lock
 from .logtrim import clear_unfinished_log
 from .native_arrow import arrow_row, arrow_schema, delta_field, read_row
+from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
 from .native_sql import quote_name, to_sql
 from .schema import Columns
-from .statements import APP_TXN_VERSION, MESSAGE_KEY, Row
+from .statements import MESSAGE_KEY, Row
 from .tables import PathLayout
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-# Every write commits alone: delta-rs's own after-commit work (a checkpoint, log cleanup) would
-# raise its errors from a call whose commit landed, and a caller told "failed" would send again
-# (see `after_commit`). Log cleanup on local roots is the redrive job's (logtrim.py).
-NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
-DEFAULT_CHECKPOINT_INTERVAL = 100  # Delta's, for a table that does not set its own
 _SOURCE = "s"  # a MERGE's source alias; the target's is "t"
 
 
@@ -306,82 +299,63 @@ class NativeTables:
             table.alter.add_columns([delta_field(field) for field in fields])
 
     def drop_table(self, address: str) -> None:
-        """Deletes a local table's folder; elsewhere its rows and then, at once, the files that
-        held them (message bodies are not left behind in a bucket)."""
+        """Deletes the table's folder, its log included, as on a local disk (no message body
+        is left behind in a bucket; a writer with a stale lookup then finds no table)."""
         with self._known_lock:
             self._known.discard(address)
             self._sequenced.pop(address, None)
         folder = self._layout.folder(address)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-            return
-        if not self.exists(address):
-            return
-        if not self.is_sequenced(address):
-            raise UnsupportedOperation(
-                f"{address} is a FIFO table Spark numbers (row tracking), which the native engine"
-                " cannot write; delete the queue with a Spark session (Broker(spark, root))"
-            )
-
-        def empty() -> None:
-            self.open(address).delete(post_commithook_properties=NO_HOOKS)
-
-        self.transact(address, empty, f"emptying {address}")
-        self.open(address).vacuum(
-            retention_hours=0, enforce_retention_duration=False, dry_run=False
-        )
+        elif self.exists(address):
+            DeltaStorageHandler(self._uri(address), self._options).delete_dir("")
 
     def footprint(self, address: str) -> tuple[int, int]:
         files = self.open(address).get_add_actions(flatten=True)
         sizes = pa.RecordBatchReader.from_stream(files).read_all().column("size_bytes")
         return len(sizes), int(pc.sum(sizes).as_py() or 0)
 
+    # -- upkeep (the redrive pass's, services/tidy.py) -------------------------------------------
+
+    def properties(self, address: str) -> dict[str, str]:
+        return dict(self.open(address).metadata().configuration)
+
+    def set_properties(self, address: str, properties: dict[str, str]) -> None:
+        change = lambda: self.open(address).alter.set_table_properties(properties)  # noqa: E731
+        self.transact(address, change, f"setting properties of {address}")
+
+    def optimize(self, address: str, shard: int | None = None) -> None:
+        """Compacts the table (or one shard), as its own transaction (under the commit lock on
+        a local root: delta-rs commits a compaction like any write)."""
+        where = None if shard is None else [("shard", "=", str(shard))]
+
+        def compact() -> None:
+            table = self.open(address)
+            table.optimize.compact(partition_filters=where, post_commithook_properties=NO_HOOKS)
+
+        self.transact(address, compact, f"compacting {address}")
+
+    def vacuum(self, address: str, retain_hours: int) -> None:
+        """Deletes the files the table stopped using `retain_hours` ago (delta-rs records the
+        VACUUM as commits, so under the commit lock on a local root), and on object storage the
+        log entries past the table's log retention (Delta's own cleanup; logtrim.py trims a
+        local log)."""
+
+        def vacuum() -> None:
+            self.open(address).vacuum(
+                retention_hours=retain_hours,
+                dry_run=False,
+                enforce_retention_duration=False,
+                post_commithook_properties=NO_HOOKS,
+            )
+
+        self.transact(address, vacuum, f"vacuuming {address}")
+        if self._layout.local_dir is None:
+            self.open(address).cleanup_metadata()
+
     def _remember(self, address: str) -> None:
         with self._known_lock:
             self._known.add(address)
-
-
-def applied(table: DeltaTable, app_id: str) -> bool:
-    """Whether the table holds an idempotent write with this app id (`applying`)."""
-    return (table.transaction_version(app_id) or 0) >= APP_TXN_VERSION
-
-
-def applying(app_id: str | None, *, retries: int | None = None) -> CommitProperties | None:
-    """A commit that records `app_id`, so a repeat of it finds it `applied` (a move's copy, after
-    a crash). It commits at exactly the version after its snapshot or not at all: at a later
-    one, a concurrent commit of the same id would have gone unchecked. `retries`: a plain
-    commit's own, when there is no app id."""
-    if app_id is None:
-        return None if retries is None else CommitProperties(max_commit_retries=retries)
-    # With its time, so Delta's setTransactionRetentionDuration lets the app id go in the end.
-    once = Transaction(app_id, APP_TXN_VERSION, int(time.time() * 1000))
-    return CommitProperties(max_commit_retries=0, app_transactions=[once])
-
-
-def metric(metrics: dict[str, Any], name: str) -> int:
-    """A count delta-rs reported (a missing one is an error, never a silent 0: callers decide
-    what happened from it)."""
-    if name not in metrics:
-        raise RuntimeError(f"delta-rs reported no {name!r}; it reported {sorted(metrics)}")
-    return int(metrics[name])
-
-
-def after_commit(table: DeltaTable, before: int) -> None:
-    """A checkpoint when this commit is due one (`delta.checkpointInterval`), as Spark writes
-    them; its failure is logged, never raised: the commit itself has landed."""
-    version = table.version()
-    if version == before:
-        return  # nothing was committed (an UPDATE or DELETE that matched no row)
-    interval = int(
-        table.metadata().configuration.get("delta.checkpointInterval")
-        or DEFAULT_CHECKPOINT_INTERVAL
-    )
-    if version % interval:
-        return
-    try:
-        table.create_checkpoint()
-    except Exception as error:  # the next due version writes one again
-        log.warning("could not checkpoint %s at version %d: %s", table.table_uri, version, error)
 
 
 def is_native_root(layout: object) -> bool:

@@ -51,8 +51,11 @@ class SparkTables:
 
     engine = "spark"
 
-    def __init__(self, storage: Storage) -> None:
-        self.storage = storage.interpreted
+    def __init__(self, storage: Storage, *, interpreted: bool = True) -> None:
+        """`interpreted`: on the session whose expressions are interpreted, as single-message
+        statements run fastest (Storage.interpreted); False for scans at scale (the redrive
+        job's)."""
+        self.storage = storage.interpreted if interpreted else storage
         self.counts_known = not storage.connect
 
     @property

@@ -302,6 +302,11 @@ class Storage:
         if folder is not None:  # a local table another process's catalog registered elsewhere
             shutil.rmtree(folder, ignore_errors=True)
 
+    def properties(self, address: str) -> dict[str, str]:
+        """The table's properties (its retention settings among them)."""
+        current = self.detail(address).select("properties").first()
+        return dict(current["properties"] or {}) if current else {}
+
     def set_properties(self, address: str, properties: dict[str, str]) -> None:
         statement = sql.set_properties(self._table(address).sql, properties)
         self.transact(

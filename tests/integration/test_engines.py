@@ -130,12 +130,14 @@ def test_a_native_process_and_a_spark_process_share_one_queue(spark_broker, tmp_
     share_with_a_child(queue, CHILD, [spark_broker.root], tmp_path)
 
 
+@pytest.mark.parametrize("step", ["marked", "copied"])
 @pytest.mark.parametrize("marks", ["spark", "native"])
-def test_a_move_one_engine_marked_is_finished_once_by_the_others_pass(broker, clock, marks):
-    """A redrive pass of one engine marks the exhausted messages; before it copies them, a pass
-    of the other engine finds the marks and finishes the move (its copy carries the marker as
-    its app id, which both engines write and read as Delta's `txn`). The first pass then copies
-    nothing and drops nothing: every message reaches the dead-letter queue exactly once."""
+def test_a_move_one_engine_began_is_finished_once_by_the_others_pass(broker, clock, marks, step):
+    """A redrive pass of one engine marks the exhausted messages (and, at "copied", copies
+    them too); then a pass of the other engine finds the marks and finishes the move: its copy
+    carries the marker as its app id, which both engines write and read as Delta's `txn`, so
+    after a copy it copies nothing. The first pass then drops nothing: every message reaches
+    the dead-letter queue exactly once."""
     dead = broker.create_queue("spent")
     work = broker.create_queue("tried", dead_letter_queue="spent", max_receive_count=1)
     sent = work.send_batch([f"m{i}" for i in range(40)])
@@ -146,8 +148,8 @@ def test_a_move_one_engine_marked_is_finished_once_by_the_others_pass(broker, cl
     first, second = (broker, native) if marks == "spark" else (native, broker)
     finished = []
 
-    def the_other_pass_finishes(step: str, queue: str) -> None:
-        if step == "marked" and not finished:
+    def the_other_pass_finishes(reached: str, queue: str) -> None:
+        if step == reached and not finished:
             finished.append(second.redrive())
 
     report = Redrive(first.context, on_step=the_other_pass_finishes).run()

@@ -9,7 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from sparkqueue import Broker
 from sparkqueue.endpoint.faults import SqsFault
+from sparkqueue.endpoint.service import Service
 from sparkqueue.endpoint.tasks import MoveTask, MoveTasks
 
 
@@ -74,3 +76,14 @@ def test_a_failed_task_says_why():
     tasks.start(DeadLetters(5, fail=True), None, None)
     task = wait_done(tasks, "dlq")
     assert task.status == "FAILED" and "destination is gone" in task.failure
+
+
+def test_a_failure_reason_names_neither_the_root_nor_a_signed_url(tmp_path):
+    """A move task's FailureReason goes to any client with the queue's ARN: what a store's
+    error says of the server's storage (its root, a signed request's query) is taken out."""
+    broker = Broker(None, str(tmp_path / "root"))
+    service = Service(broker)
+    failure = f"GET {broker.root}/queues/x/_delta_log?sig=abc&se=2030 failed: does it exist? no"
+    said = service.redacted(failure)
+    assert broker.root not in said and "sig=" not in said and str(tmp_path) not in said
+    assert said.endswith("failed: does it exist? no")

@@ -9,8 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
+from deltalake.exceptions import CommitFailedError
 
-from sparkqueue.engine import lifecycle
+from sparkqueue import Broker
+from sparkqueue.engine import lifecycle, moves
 from sparkqueue.limits import TOMBSTONE_LIFETIME
 from sparkqueue.services.redrive import Redrive
 from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
@@ -101,3 +103,84 @@ class Crash(Exception):
 
 def throw(error: Exception):
     raise error
+
+
+def test_a_mark_retried_after_a_conflict_never_reuses_a_finished_marker(broker, clock, monkeypatch):
+    """A move back to several origins marks each in its own commit. When a later one conflicts
+    and the whole marking runs again, another pass may already have finished the first marker
+    (copied under it as app id, dropped): rows marked again under that marker would find their
+    copy "done" and be dropped, lost. Each commit gets a marker of its own."""
+    broker.create_queue("dlq")
+    for name in ("a", "b"):
+        broker.create_queue(name, dead_letter_queue="dlq", max_receive_count=1)
+    queues = {name: broker.get_queue(name) for name in ("a", "b")}
+    sent = queues["a"].send_batch(["a1", "a2"]) + queues["b"].send_batch(["b1"])
+    for queue in queues.values():
+        queue.receive(10, visibility_timeout=5)
+    clock.advance(6)
+    broker.redrive()  # all three in the dead-letter queue
+    sent += queues["a"].send_batch(["a3"])
+    queues["a"].receive(1, visibility_timeout=5)
+    clock.advance(6)  # a3 is due for the dead-letter queue too
+
+    # Another broker's pass, as another process's would be (no log trimming: that waits for
+    # this process's transaction in flight, which a real other process would not share).
+    quiet = RedriveSettings(defaults=UpkeepSettings(local_log_minutes=0))
+    other = Redrive(Broker(None, broker.root, clock=clock).context, quiet)
+    native = broker.context.native
+    real_change = native.change
+    calls: list[int] = []
+
+    def change(address, rows, values=None, **options):
+        calls.append(1)
+        if len(calls) == 2:  # between the marks of "a" and of "b":
+            other.run(["a", "dlq"])  # a3 arrives; the mark of "a" is finished elsewhere
+            raise CommitFailedError("a concurrent transaction deleted data this operation read")
+        return real_change(address, rows, values, **options)
+
+    monkeypatch.setattr(native, "change", change)
+    broker.get_queue("dlq").start_message_move()
+    monkeypatch.undo()
+
+    back = [m for queue in queues.values() for m in queue.receive(10, visibility_timeout=60)]
+    assert sorted(m.message_id for m in back) == sorted(sent)  # each once, a3 not lost
+    assert rows_of(broker, "dlq") == []
+
+
+def test_a_native_move_goes_in_chunks(broker, monkeypatch):
+    monkeypatch.setattr(moves.RowMoves, "chunk", 4)
+    dead = broker.create_queue("many-dlq")
+    target = broker.create_queue("many")
+    dead.send_batch([f"m{i}" for i in range(10)])
+    copies: list[int] = []
+    real_append = broker.context.native.append_rows
+    monkeypatch.setattr(
+        broker.context.native,
+        "append_rows",
+        lambda address, columns, rows, what, **kw: (
+            copies.append(len(rows)),
+            real_append(address, columns, rows, what, **kw),
+        )[1],
+    )
+    assert dead.start_message_move("many") == 10
+    assert sorted(copies) == [2, 4, 4]
+    assert target.stats().visible == 10
+
+
+def test_a_native_pass_keeps_the_tables_up_on_their_cadence(broker, clock):
+    """Without Spark the pass still compacts (each shard's small files into one) and vacuums
+    on the upkeep cadence, as Spark's pass does; the metrics say when."""
+    queue = broker.create_queue("small-files", shards=1)
+    for i in range(6):
+        queue.send(f"m{i}")  # one file each
+    settings = RedriveSettings(defaults=UpkeepSettings(upkeep_every_seconds=600))
+    redrive = Redrive(broker.context, settings)
+    first = redrive.run(["small-files"]).queues["small-files"]
+    clock.advance(601)
+    second = redrive.run(["small-files"]).queues["small-files"]
+    assert (first.upkeep, second.upkeep) == (False, True)
+    location = broker.context.record("small-files").location
+    assert broker.context.native.footprint(location)[0] == 1
+    properties = broker.context.native.properties(location)
+    assert properties["delta.deletedFileRetentionDuration"] == "interval 1 hours"
+    assert queue.stats().visible == 6

@@ -188,16 +188,19 @@ def test_the_s3_server_refuses_a_conditional_put_of_a_name_that_exists(s3):
     assert client.get_object(Bucket=bucket, Key="v1.json")["Body"].read() == b"first"
 
 
-def test_deleting_a_queue_leaves_no_message_in_the_bucket(s3, broker):
+def test_deleting_a_queue_leaves_nothing_of_it_in_the_bucket(s3, broker):
+    """Not the files earlier commits removed (their bodies), nor the log (whose statistics
+    hold values of the body column): the table's whole prefix goes, as a local folder does."""
     queue = broker.create_queue("gone")
     queue.send_batch(["secret"] * 3)
+    for message in queue.receive(3):
+        queue.delete(message.receipt_handle)  # files rewritten: the old ones stay until VACUUM
     location = broker.context.record("gone").location.removeprefix("s3://")
     bucket, prefix = location.split("/", 1)
     listed = s3.client().list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]
-    assert any(item["Key"].endswith(".parquet") for item in listed)
+    assert sum(item["Key"].endswith(".parquet") for item in listed) > 1
     broker.delete_queue("gone")
-    listed = s3.client().list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
-    assert not [item["Key"] for item in listed if item["Key"].endswith(".parquet")]
+    assert s3.client().list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", []) == []
     assert broker.list_queues() == []
 
 
