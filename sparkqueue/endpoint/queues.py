@@ -220,7 +220,7 @@ def list_message_move_tasks(request: Request) -> dict[str, Any]:
                 "MaxNumberOfMessagesPerSecond": task.rate,
                 "ApproximateNumberOfMessagesMoved": task.moved,
                 "ApproximateNumberOfMessagesToMove": task.to_move,
-                "FailureReason": task.failure and request.service.redacted(task.failure),
+                "FailureReason": task.failure and request.service.redacted(task.failure)[:500],
                 "StartedTimestamp": task.started_ms,
             }
         )

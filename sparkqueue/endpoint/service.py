@@ -29,7 +29,7 @@ from .naming import Naming
 from .tasks import MoveTasks
 
 STORAGE = "<storage>"  # what error texts say instead of the server's root or table locations
-URL_QUERY = re.compile(r"\?[^\s'\"]*=[^\s'\"]*")  # a URL's query string (key=value...)
+WEB_URL = re.compile(r"https?://[^\s'\"]+")
 
 
 @dataclass
@@ -118,16 +118,20 @@ class Service:
 
     def private(self, fault: SqsFault) -> SqsFault:
         """The fault with the server's root and table locations taken out of its text."""
-        message = self.redacted(fault.message)
+        message = self._without_storage(fault.message)
         return fault if message == fault.message else SqsFault(fault.kind.name, message)
 
     def redacted(self, text: str) -> str:
-        """`text` with the server's root and table locations taken out (and a URL's query, where
-        a store's signed request could carry a token)."""
+        """An error of the storage itself (a move task's failure) for clients: the server's
+        root and table locations taken out, and any http(s) URL (an object store's request,
+        naming its bucket and keys, maybe signed)."""
+        return WEB_URL.sub(STORAGE, self._without_storage(text))
+
+    def _without_storage(self, text: str) -> str:
         layout = self.broker.context.tables.layout
         for secret in sorted({str(layout), layout.local_dir or ""} - {""}, key=len, reverse=True):
             text = text.replace(secret, STORAGE)
-        return URL_QUERY.sub("?...", text)
+        return text
 
 
 def action(run: Callable[[Request], dict[str, Any]]) -> Callable[[Request], dict[str, Any]]:

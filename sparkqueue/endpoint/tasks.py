@@ -93,5 +93,5 @@ class MoveTasks:
                     task.stop.wait(max(0.0, 1.0 - (time.monotonic() - started)))
             task.status = "CANCELLED" if task.stop.is_set() else "COMPLETED"
         except Exception as error:  # reported by ListMessageMoveTasks, as SQS does
-            task.failure = str(error)[:500]
+            task.failure = str(error)  # redacted, then cut to size, when listed
             task.status = "FAILED"

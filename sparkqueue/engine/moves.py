@@ -114,6 +114,8 @@ class Moves:
         """Moves the rows meeting `condition` to the queue `destination` (None: each to the
         queue it came from); returns how many. An engine with a `chunk` moves that many rows at
         a time, each chunk its own three steps."""
+        if destination is None:  # a message sent to this queue itself has nowhere to go back to
+            condition = condition & col("moved_from").is_not_null()
         moved = 0
         while limit is None or moved < limit:
             left = None if limit is None else limit - moved
@@ -262,7 +264,7 @@ class RowMoves(Moves):
 
         self._native.transact(source.location, attempt, f"marking moves in {source.name!r}")
         self._on_step("marked", source.name)
-        return sorted(marker for marker, rows in marked.items() if rows)
+        return [marker for marker, rows in marked.items() if rows]  # in marking order
 
     def _copy(self, source: QueueRecord, marker: str, target: QueueRecord, now: datetime) -> None:
         names = [name for name, _, _ in MESSAGE_COLUMNS]

@@ -54,7 +54,7 @@ class Mover(Moves):
             version = None if limit is None else storage.version(source.location)
             chosen = (
                 storage.read(source.location, version=version)
-                .where(to_column(condition) & to.isNotNull())
+                .where(to_column(condition))
                 .select("shard", "message_id", "receipt_handle", "receive_count", marker.alias("m"))
                 .orderBy("message_id")
             )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..clock import from_micros
 from ..engine import fifo_queue, inspect
 from ..engine.conditions import (
     all_shards,
@@ -30,7 +31,7 @@ from ..engine.movers import movers
 from ..engine.moves import StepHook, no_hook
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..model import QueueRedrive, RedriveReport
-from ..rules.expr import col, lit, null
+from ..rules.expr import col, lit, micros, null, when
 from ..store.logtrim import trim_logs
 from ..store.registry import QueueRecord
 from ..store.schema import METRICS_COLUMNS
@@ -181,7 +182,12 @@ class Redrive:
         if upkeep:
             self._upkeep_at[name] = now
             step("upkeep: compaction and VACUUM")
-            self._keep_up(record, settings, now)
+            try:
+                self._keep_up(record, settings, now)
+            except Exception:  # the queue's moves and metrics stand; upkeep waits a cadence
+                log.exception("redrive %s: upkeep failed; the next one is due in %d s", name,
+                              settings.upkeep_every_seconds)  # fmt: skip
+                upkeep = False
         claims = self._tables.layout.claims(location)  # (receive_df's, on a local root)
         trim_logs(self._tables.layout, (location, claims), settings.local_log_minutes)
         stats = inspect.stats(self._ctx, record)
@@ -232,11 +238,19 @@ class Redrive:
         """When upkeep last ran for the queue (from the metrics, once per process); its first
         pass counts as the start of the cadence."""
         if name not in self._upkeep_at:
-            rows = self._tables.select(
-                self.metrics_table, ["pass_at", "upkeep"], col("queue") == lit(name)
+            mine, at = col("queue") == lit(name), micros(col("pass_at"))
+            row = self._tables.aggregate(
+                self.metrics_table,
+                {},
+                {  # the latest upkeep as the least negated instant
+                    "upkeep_us": when([(mine & col("upkeep"), lit(0) - at)], null("long")),
+                    "first_us": when([(mine, at)], null("long")),
+                },
             )
-            upkept = [row.pass_at for row in rows if row.upkeep]
-            last = max(upkept) if upkept else min((row.pass_at for row in rows), default=None)
+            if row.upkeep_us is not None:
+                last: datetime | None = from_micros(-row.upkeep_us)
+            else:
+                last = None if row.first_us is None else from_micros(row.first_us)
             self._upkeep_at[name] = last or now
             return last
         return self._upkeep_at[name]

@@ -10,11 +10,14 @@ is a conditional put of the next log version, which the store itself grants to o
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,6 +30,7 @@ from deltalake.exceptions import DeltaProtocolError, TableNotFoundError
 from deltalake.fs import DeltaStorageHandler
 
 from ..errors import UnsupportedOperation
+from ..limits import COMPACTED_FILE_BYTES
 from ..rules.expr import Expr, col
 from .counts import Counts
 from .locking import NATIVE, commit_lock
@@ -307,7 +311,7 @@ class NativeTables:
         folder = self._layout.folder(address)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-        elif self.exists(address):
+        else:  # whether or not a table is left there: a delete cut short left files behind
             DeltaStorageHandler(self._uri(address), self._options).delete_dir("")
 
     def footprint(self, address: str) -> tuple[int, int]:
@@ -321,37 +325,48 @@ class NativeTables:
         return dict(self.open(address).metadata().configuration)
 
     def set_properties(self, address: str, properties: dict[str, str]) -> None:
-        change = lambda: self.open(address).alter.set_table_properties(properties)  # noqa: E731
+        def change() -> None:
+            alter = self.open(address).alter
+            alter.set_table_properties(properties, post_commithook_properties=NO_HOOKS)
+
         self.transact(address, change, f"setting properties of {address}")
 
     def optimize(self, address: str, shard: int | None = None) -> None:
-        """Compacts the table (or one shard), as its own transaction (under the commit lock on
-        a local root: delta-rs commits a compaction like any write)."""
+        """Compacts the table (or one shard) into files of COMPACTED_FILE_BYTES, as Spark's
+        compaction does (every claim rewrites the file holding its row), as its own transaction
+        (under the commit lock on a local root: delta-rs commits a compaction like any write)."""
         where = None if shard is None else [("shard", "=", str(shard))]
 
         def compact() -> None:
-            table = self.open(address)
-            table.optimize.compact(partition_filters=where, post_commithook_properties=NO_HOOKS)
+            self.open(address).optimize.compact(
+                partition_filters=where,
+                target_size=COMPACTED_FILE_BYTES,
+                post_commithook_properties=NO_HOOKS,
+            )
 
         self.transact(address, compact, f"compacting {address}")
 
     def vacuum(self, address: str, retain_hours: int) -> None:
-        """Deletes the files the table stopped using `retain_hours` ago (delta-rs records the
-        VACUUM as commits, so under the commit lock on a local root), and on object storage the
-        log entries past the table's log retention (Delta's own cleanup; logtrim.py trims a
-        local log)."""
+        """Deletes every file of the table's folder that no version of the last `retain_hours`
+        uses (a full listing, as Spark's VACUUM: files of conflicted rewrites included). On a
+        local root it lists and deletes with no commit and so without the commit lock, as
+        Spark's does there (storage.LOCAL_VACUUM); on object storage delta-rs's VACUUM, which
+        records itself, and then the log entries past the table's log retention (Delta's own
+        cleanup; logtrim.py trims a local log)."""
+        folder = self._layout.folder(address)
+        options = {"retention_hours": retain_hours, "enforce_retention_duration": False}
+        if folder is not None:
+            for path in self.open(address).vacuum(dry_run=True, full=True, **options):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(folder, urlparse(path).path.removeprefix("/")))
+            return
 
         def vacuum() -> None:
-            self.open(address).vacuum(
-                retention_hours=retain_hours,
-                dry_run=False,
-                enforce_retention_duration=False,
-                post_commithook_properties=NO_HOOKS,
-            )
+            table = self.open(address)
+            table.vacuum(dry_run=False, full=True, post_commithook_properties=NO_HOOKS, **options)
 
         self.transact(address, vacuum, f"vacuuming {address}")
-        if self._layout.local_dir is None:
-            self.open(address).cleanup_metadata()
+        self.open(address).cleanup_metadata()
 
     def _remember(self, address: str) -> None:
         with self._known_lock:

@@ -78,12 +78,16 @@ def test_a_failed_task_says_why():
     assert task.status == "FAILED" and "destination is gone" in task.failure
 
 
-def test_a_failure_reason_names_neither_the_root_nor_a_signed_url(tmp_path):
+def test_a_failure_reason_names_neither_the_root_nor_the_store(tmp_path):
     """A move task's FailureReason goes to any client with the queue's ARN: what a store's
-    error says of the server's storage (its root, a signed request's query) is taken out."""
+    error says of the server's storage (its root, a request's URL with its bucket, keys and
+    signature) is taken out, before the reason is cut to size."""
     broker = Broker(None, str(tmp_path / "root"))
     service = Service(broker)
-    failure = f"GET {broker.root}/queues/x/_delta_log?sig=abc&se=2030 failed: does it exist? no"
+    failure = (
+        f"Generic S3 error: GET https://bucket.s3.amazonaws.com/queues/x/_delta_log?sig=abc"
+        f" for {broker.root}/queues/x: does it exist? no"
+    )
     said = service.redacted(failure)
-    assert broker.root not in said and "sig=" not in said and str(tmp_path) not in said
-    assert said.endswith("failed: does it exist? no")
+    assert "bucket" not in said and "sig=" not in said and str(tmp_path) not in said
+    assert said.endswith(": does it exist? no")

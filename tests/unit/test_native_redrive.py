@@ -4,6 +4,7 @@ no JVM. The semantics it shares with Spark's pass run on both in tests/integrati
 
 from __future__ import annotations
 
+import base64
 import os
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from sparkqueue.engine import lifecycle, moves
 from sparkqueue.limits import TOMBSTONE_LIFETIME
 from sparkqueue.services.redrive import Redrive
 from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
+from sparkqueue.store.transactions import RetryPolicy
 
 
 def rows_of(broker, name: str, columns=("message_id",)) -> list:
@@ -123,22 +125,27 @@ def test_a_mark_retried_after_a_conflict_never_reuses_a_finished_marker(broker, 
     queues["a"].receive(1, visibility_timeout=5)
     clock.advance(6)  # a3 is due for the dead-letter queue too
 
-    # Another broker's pass, as another process's would be (no log trimming: that waits for
-    # this process's transaction in flight, which a real other process would not share).
-    quiet = RedriveSettings(defaults=UpkeepSettings(local_log_minutes=0))
-    other = Redrive(Broker(None, broker.root, clock=clock).context, quiet)
+    # Another broker's pass, as another process's would be, runs while the marking waits to
+    # retry (outside its transaction, as another process's would).
+    other = Broker(None, broker.root, clock=clock)
     native = broker.context.native
-    real_change = native.change
+    real_change, real_delay = native.change, RetryPolicy.delay
     calls: list[int] = []
 
     def change(address, rows, values=None, **options):
         calls.append(1)
-        if len(calls) == 2:  # between the marks of "a" and of "b":
-            other.run(["a", "dlq"])  # a3 arrives; the mark of "a" is finished elsewhere
+        if len(calls) == 2:  # between the marks of "a" and of "b"
             raise CommitFailedError("a concurrent transaction deleted data this operation read")
         return real_change(address, rows, values, **options)
 
+    def delay(policy, attempt):
+        if len(calls) == 2:
+            calls.append(1)
+            other.redrive(["a", "dlq"])  # a3 arrives; the mark of "a" is finished elsewhere
+        return real_delay(policy, attempt)
+
     monkeypatch.setattr(native, "change", change)
+    monkeypatch.setattr(RetryPolicy, "delay", delay)
     broker.get_queue("dlq").start_message_move()
     monkeypatch.undo()
 
@@ -147,40 +154,88 @@ def test_a_mark_retried_after_a_conflict_never_reuses_a_finished_marker(broker, 
     assert rows_of(broker, "dlq") == []
 
 
-def test_a_native_move_goes_in_chunks(broker, monkeypatch):
+def test_a_native_move_goes_in_chunks(broker, clock, monkeypatch):
+    """A thousand rows at a time (four here), each chunk its own three steps; a message sent to
+    the dead-letter queue itself has no queue to go back to, and stays, without ending the
+    move of the others."""
     monkeypatch.setattr(moves.RowMoves, "chunk", 4)
     dead = broker.create_queue("many-dlq")
-    target = broker.create_queue("many")
-    dead.send_batch([f"m{i}" for i in range(10)])
+    source = broker.create_queue("many", dead_letter_queue="many-dlq", max_receive_count=1)
+    dead.send_batch([f"stray{i}" for i in range(5)])  # sent there directly: no origin
+    source.send_batch([f"m{i}" for i in range(10)])
+    while source.receive(10, visibility_timeout=5):
+        pass
+    clock.advance(6)
+    assert broker.redrive().moved_to_dead_letter == 10
     copies: list[int] = []
     real_append = broker.context.native.append_rows
-    monkeypatch.setattr(
-        broker.context.native,
-        "append_rows",
-        lambda address, columns, rows, what, **kw: (
-            copies.append(len(rows)),
-            real_append(address, columns, rows, what, **kw),
-        )[1],
-    )
-    assert dead.start_message_move("many") == 10
+
+    def append_rows(address, columns, rows, what, **options):
+        copies.append(len(rows))
+        real_append(address, columns, rows, what, **options)
+
+    monkeypatch.setattr(broker.context.native, "append_rows", append_rows)
+    assert dead.start_message_move() == 10
     assert sorted(copies) == [2, 4, 4]
-    assert target.stats().visible == 10
+    assert source.stats().visible == 10 and dead.stats().visible == 5
 
 
 def test_a_native_pass_keeps_the_tables_up_on_their_cadence(broker, clock):
-    """Without Spark the pass still compacts (each shard's small files into one) and vacuums
-    on the upkeep cadence, as Spark's pass does; the metrics say when."""
+    """Without Spark the pass still tidies on the upkeep cadence, as Spark's does: retention
+    settings, compaction of each shard's small files, and a VACUUM that lists the whole folder
+    (so a file no version uses, left by a rewrite that lost a conflict, goes too). The cadence
+    survives a new pass object: it reads the metrics."""
     queue = broker.create_queue("small-files", shards=1)
     for i in range(6):
         queue.send(f"m{i}")  # one file each
-    settings = RedriveSettings(defaults=UpkeepSettings(upkeep_every_seconds=600))
-    redrive = Redrive(broker.context, settings)
-    first = redrive.run(["small-files"]).queues["small-files"]
-    clock.advance(601)
-    second = redrive.run(["small-files"]).queues["small-files"]
-    assert (first.upkeep, second.upkeep) == (False, True)
     location = broker.context.record("small-files").location
+    folder = Path(location.removeprefix("file:"))
+    orphan = folder / "shard=0" / "part-00000-lost-to-a-conflict.parquet"
+    orphan.write_bytes(b"never committed")
+    two_hours_ago = time.time() - 7_200
+    os.utime(orphan, (two_hours_ago, two_hours_ago))
+    settings = RedriveSettings(
+        defaults=UpkeepSettings(
+            upkeep_every_seconds=600, file_retention_hours=1, log_retention_hours=48
+        )
+    )
+    first = Redrive(broker.context, settings).run(["small-files"]).queues["small-files"]
+    clock.advance(601)
+    second = Redrive(broker.context, settings).run(["small-files"]).queues["small-files"]
+    assert (first.upkeep, second.upkeep) == (False, True)
     assert broker.context.native.footprint(location)[0] == 1
+    assert not orphan.exists()
     properties = broker.context.native.properties(location)
-    assert properties["delta.deletedFileRetentionDuration"] == "interval 1 hours"
+    assert properties["delta.logRetentionDuration"] == "interval 48 hours"
     assert queue.stats().visible == 6
+
+
+def test_native_compaction_keeps_files_small(broker):
+    """Every claim rewrites the file holding its row, so compaction makes files of about a
+    MiB, as Spark's does (delta-rs's own default is 100 MB)."""
+    queue = broker.create_queue("big-bodies", shards=1)
+    for _ in range(3):  # three files of ~400 KB that do not compress
+        queue.send_batch([base64.b64encode(os.urandom(150_000)).decode() for _ in range(2)])
+    location = broker.context.record("big-bodies").location
+    broker.context.native.optimize(location, 0)
+    assert broker.context.native.footprint(location)[0] >= 2
+    assert queue.stats().visible == 6
+
+
+def test_an_idempotent_append_loses_to_a_concurrent_one_of_its_app_id(tmp_path):
+    """Two finishers of one move copy under the same app id from the same snapshot: delta-rs's
+    conflict check rejects the second, however many commits it would retry across."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    from sparkqueue.store.native_commits import applied, applying
+
+    path = str(tmp_path / "t")
+    write_deltalake(path, pa.table({"a": [0]}))
+    stale, fresh = DeltaTable(path), DeltaTable(path)
+    write_deltalake(path, pa.table({"a": [9]}), mode="append")  # an unrelated commit between
+    write_deltalake(fresh, pa.table({"a": [1]}), mode="append", commit_properties=applying("m"))
+    with pytest.raises(CommitFailedError):
+        write_deltalake(stale, pa.table({"a": [1]}), mode="append", commit_properties=applying("m"))
+    assert applied(DeltaTable(path), "m")
+    assert sorted(DeltaTable(path).to_pyarrow_table()["a"].to_pylist()) == [0, 1, 9]

@@ -191,17 +191,38 @@ def test_the_s3_server_refuses_a_conditional_put_of_a_name_that_exists(s3):
 def test_deleting_a_queue_leaves_nothing_of_it_in_the_bucket(s3, broker):
     """Not the files earlier commits removed (their bodies), nor the log (whose statistics
     hold values of the body column): the table's whole prefix goes, as a local folder does."""
+    kept = broker.create_queue("kept")
+    kept.send("stays")
     queue = broker.create_queue("gone")
     queue.send_batch(["secret"] * 3)
     for message in queue.receive(3):
         queue.delete(message.receipt_handle)  # files rewritten: the old ones stay until VACUUM
     location = broker.context.record("gone").location.removeprefix("s3://")
     bucket, prefix = location.split("/", 1)
-    listed = s3.client().list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]
-    assert sum(item["Key"].endswith(".parquet") for item in listed) > 1
+
+    def objects() -> list[str]:
+        listed = s3.client().list_objects_v2(Bucket=bucket, Prefix=prefix)
+        return [item["Key"] for item in listed.get("Contents", [])]
+
+    assert sum(key.endswith(".parquet") for key in objects()) > 1
     broker.delete_queue("gone")
-    assert s3.client().list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", []) == []
-    assert broker.list_queues() == []
+    assert objects() == []
+    assert broker.list_queues() == ["kept"] and kept.receive(1)[0].body == "stays"
+
+
+def test_a_delete_cut_short_is_finished_by_the_next(s3, broker):
+    """Object stores list keys in order, so a delete cut short after `_delta_log/` leaves data
+    files and no table: deleting the queue again removes them."""
+    queue = broker.create_queue("half")
+    queue.send_batch(["secret"] * 3)
+    location = broker.context.record("half").location.removeprefix("s3://")
+    bucket, prefix = location.split("/", 1)
+    client = s3.client()
+    log = client.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/_delta_log/")["Contents"]
+    for item in log:  # what the cut-short delete got to
+        client.delete_object(Bucket=bucket, Key=item["Key"])
+    broker.delete_queue("half")
+    assert client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", []) == []
 
 
 def test_what_cannot_serve_object_storage_natively_says_so():
