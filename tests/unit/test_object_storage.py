@@ -24,7 +24,7 @@ import pytest
 
 from sparkqueue import Broker
 from sparkqueue.errors import InvalidParameterValue
-from tests.processes import stop
+from tests.processes import run_here, stop
 from tests.unit.test_native_engine import (  # noqa: F401 (collected here, on object storage)
     test_a_broker_without_spark_serves_every_per_message_operation,
     test_native_processes_share_a_queue_and_lose_nothing,
@@ -89,16 +89,7 @@ def test_a_queue_on_object_storage_is_shared_by_brokers_of_other_processes(root)
     sent = queue.send_batch(["one", "two"])
 
     def cli(*args: str) -> str:
-        done = subprocess.run(
-            [COMMAND, *args, "--root", root],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout
+        return run_here([COMMAND, *args, "--root", root], timeout=120).stdout
 
     assert json.loads(cli("stats", "shared", "--json"))["visible"] == 2
     refused = subprocess.run(

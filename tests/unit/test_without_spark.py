@@ -4,12 +4,12 @@ needs Spark says so (UnsupportedOperation) instead of failing on an import."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.processes import run_here
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,13 +86,5 @@ def root(tmp_path) -> str:
 
 
 def test_the_api_the_command_line_and_the_endpoint_need_no_pyspark(root):
-    done = subprocess.run(
-        [sys.executable, "-c", NO_SPARK + SESSION, root],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_here([sys.executable, "-c", NO_SPARK + SESSION, root], timeout=300)
     assert done.stdout.strip().endswith("ok")
