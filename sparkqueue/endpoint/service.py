@@ -38,9 +38,9 @@ class Service:
 
     A broker without Spark (the native engine alone) serves every queue it created and moves
     messages itself; what needs Spark (FIFO queues whose tables Spark numbers, and the redrive
-    pass where it can compact and vacuum too) goes to `spark_broker()`, a broker on the same
-    root with a Spark session that `open_spark` starts on first need, off the request path of
-    every other call."""
+    passes, where Spark can serve those queues too) goes to `spark_broker()`, a broker on the
+    same root with a Spark session that `open_spark` starts on first need, off the request path
+    of every other call."""
 
     broker: Broker
     naming: Naming = field(default_factory=Naming)
