@@ -2,7 +2,7 @@
 
 from . import errors
 from .broker import Broker
-from .model import BatchResult, ConsumeReport, Message, QueueStats, RedriveReport
+from .model import BatchResult, ConsumeReport, Message, MessageEvent, QueueStats, RedriveReport
 from .queue import Queue
 from .services.settings import RedriveSettings, UpkeepSettings
 from .session import spark_session
@@ -13,6 +13,7 @@ __all__ = [
     "Broker",
     "ConsumeReport",
     "Message",
+    "MessageEvent",
     "Queue",
     "QueueStats",
     "RedriveReport",

@@ -21,9 +21,10 @@ from .limits import (
     DEFAULT_SHARDS,
     DEFAULT_VISIBILITY_SECONDS,
 )
-from .model import RedriveReport
+from .model import MessageEvent, RedriveReport
 from .queue import Queue
 from .rules.checks import check_queue_name
+from .services.history import history as message_history
 from .services.settings import RedriveSettings
 from .store.registry import Registry
 from .store.statements import Tables
@@ -195,6 +196,12 @@ class Broker:
         from .services.redrive import Redrive
 
         return Redrive(self.context, settings).run(queues)
+
+    def history(self, name: str, message_id: str) -> list[MessageEvent]:
+        """`Queue.history` by queue name: the message's events in queue `name` and its
+        dead-letter queue, following its moves (a message found in the DLQ by its source's name)."""
+        check_queue_name(name)
+        return message_history(self.context, name, message_id)
 
     def redrive_metrics(self) -> DataFrame:
         """The redrive job's per-pass, per-queue metrics (depth, moves, timings) for dashboards."""

@@ -25,6 +25,8 @@ class Message:
 
 
 MESSAGE_FIELDS = tuple(Message.__dataclass_fields__)
+# What a peek shows of a message: its fields but the receipt handle, and where it came from.
+PEEK_FIELDS = (*(name for name in MESSAGE_FIELDS if name != "receipt_handle"), "moved_from")
 
 
 @dataclass(frozen=True)
@@ -97,3 +99,30 @@ class ConsumeReport:
     failed: int
     handler_errors: int
     stopped_by: str  # "max_batches", "empty", "stop" or a signal name such as "SIGTERM"
+
+
+@dataclass(frozen=True)
+class MessageEvent:
+    """One step in a message's life, read back from its queues' Delta tables (Queue.history).
+
+    `kind` is one of EVENT_KINDS; `at` is the commit's time (UTC) and `version` the table version
+    that recorded it; `detail` carries the step's own facts (its queue always, and e.g.
+    {"to": "orders-dlq"} or {"visible_until": ...})."""
+
+    kind: str
+    at: datetime
+    version: int
+    receive_count: int
+    detail: dict[str, object] = field(default_factory=dict)
+
+
+EVENT_KINDS = (
+    "sent",
+    "received",
+    "visibility_changed",
+    "released",
+    "moved_out",
+    "moved_in",
+    "deleted",
+    "expired",
+)

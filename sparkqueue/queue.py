@@ -11,16 +11,17 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .attributes import QueueAttributes
-from .engine import fifo_queue, inspect, lifecycle, rounds, send
+from .engine import inspect, lifecycle, rounds, send
 from .engine.context import QueueContext
-from .engine.movers import movers
+from .engine.movers import check_destination, movers
 from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist, QueueError
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
-from .model import BatchResult, ConsumeReport, Message, QueueStats, SentMessage
+from .model import BatchResult, ConsumeReport, Message, MessageEvent, QueueStats, SentMessage
 from .rules.checks import (
     check_fraction,
     check_int,
     check_list,
+    check_message_id,
     check_queue_name,
     check_receipt_handles,
     check_seconds,
@@ -29,6 +30,7 @@ from .rules.checks import (
 from .services import worker
 from .services.buffered import BufferedQueue
 from .services.heartbeat import Heartbeat, check_interval
+from .services.history import history as message_history
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -337,27 +339,27 @@ class Queue:
     # -- moving -------------------------------------------------------------------------------------
 
     def start_message_move(
-        self, destination: str | None = None, max_messages: int | None = None
+        self,
+        destination: str | None = None,
+        max_messages: int | None = None,
+        *,
+        message_ids: Sequence[str] | None = None,
     ) -> int:
-        """Moves this dead-letter queue's visible messages back to the queues they came from (or to
-        `destination`); returns how many moved. Messages held by a consumer stay."""
+        """Moves this dead-letter queue's visible messages (or those of `message_ids`) back to the
+        queues they came from (or to `destination`); returns how many moved. Messages held by a
+        consumer stay."""
         if max_messages is not None:
             check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
+        if message_ids is not None:
+            message_ids = [
+                check_message_id(i) for i in check_list("message_ids", message_ids, "id")
+            ]
         record = self._ctx.record(self.name)
         if destination is not None:
-            check_queue_name(destination)
-            if destination == self.name:
-                raise InvalidParameterValue(f"cannot move messages of {self.name!r} to itself")
-            target = self._ctx.registry.get(destination, fresh=True)
-            if target is None:
-                raise QueueDoesNotExist(f"destination queue {destination!r} does not exist")
-            if target.attributes.fifo != record.attributes.fifo:
-                raise InvalidParameterValue(
-                    f"messages of {self.name!r} can only move to a queue of the same type (FIFO"
-                    f" or standard); {destination!r} is not"
-                )
+            check_destination(self._ctx, record, check_queue_name(destination))
         self._ctx.tables_for(record)  # a FIFO table Spark numbers needs Spark (says so)
-        return movers(self._ctx).move_back(record, destination, self._ctx.now(), max_messages)
+        moves = movers(self._ctx)
+        return moves.move_back(record, destination, self._ctx.now(), max_messages, message_ids)
 
     # -- inspecting ---------------------------------------------------------------------------------
 
@@ -378,13 +380,12 @@ class Queue:
         dict of the message's fields (no receipt handle) and `moved_from`."""
         check_int("max_messages", max_messages, 1, MAX_RECEIVE)
         ctx = self._ctx.quick
-        record = ctx.record(self.name)
-        if record.attributes.fifo and fifo_queue.reader(ctx, record) is None:  # by Spark
-            ctx.tables_for(record)  # says so when the broker has no Spark
-            from .engine import inspect_df
+        return [dict(row) for row in inspect.peek(ctx, ctx.record(self.name), max_messages)]
 
-            return [dict(row) for row in inspect_df.peek_rows(ctx, record, max_messages)]
-        return [dict(row) for row in inspect.peek(ctx, record, max_messages)]
+    def history(self, message_id: str) -> list[MessageEvent]:
+        """The message's events, oldest first, from this queue's and its dead-letter queue's
+        Delta logs, following its moves ([] if neither held it within the kept log)."""
+        return message_history(self._ctx, self.name, message_id)
 
     def purge(self) -> int:
         """Deletes every message, in flight or not; returns how many were deleted."""

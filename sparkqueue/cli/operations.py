@@ -91,6 +91,23 @@ def dead_letters(
 
 
 @command
+def history(
+    name: NameArgument,
+    message_id: Annotated[str, typer.Argument(help="The message's id.", show_default=False)],
+    root: RootOption = None,
+    catalog: CatalogOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """A message's whole life, oldest first, read from the queues' Delta logs.
+
+    Sent, each receive, visibility changes, moves to and from its dead-letter queue, its
+    deletion or expiry."""
+    events = open_broker(root, catalog).history(name, message_id)
+    rows = [{**dataclasses.asdict(event), "detail": render.plain(event.detail)} for event in events]
+    render.show(rows, as_json=as_json, title=f"history of {message_id}")
+
+
+@command
 def metrics(
     queue: Annotated[str | None, typer.Option(help="Only this queue.")] = None,
     last: Annotated[int, typer.Option("--last", help="The newest this many passes.")] = 20,

@@ -1,4 +1,5 @@
-"""`sparkqueue serve`: the SQS endpoint over the resolved root or catalog, until Ctrl-C or SIGTERM."""
+"""`sparkqueue serve` and `sparkqueue console`: the SQS endpoint, the web console or both over the
+resolved root or catalog, until Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
@@ -14,12 +15,25 @@ from ..store.tables import is_object_store
 from . import render
 from .app import CatalogOption, RootOption, command, open_broker
 
+HostOption = Annotated[
+    str, typer.Option(help="Address to bind (other than localhost: keys needed).")
+]
+KeysOption = Annotated[
+    str | None,
+    typer.Option(help="key:secret lines to accept (else $SPARKQUEUE_ACCESS_KEYS)."),
+]
+TlsCertOption = Annotated[
+    str | None, typer.Option(help="Serve HTTPS with this PEM certificate (chain) file.")
+]
+TlsKeyOption = Annotated[str | None, typer.Option(help="The PEM private key of --tls-cert.")]
+RedriveEveryOption = Annotated[
+    float, typer.Option(help="Seconds between redrive passes over the queues (0: none).")
+]
+
 
 @command
 def serve(
-    host: Annotated[
-        str, typer.Option(help="Address to bind (other than localhost: keys needed).")
-    ] = "127.0.0.1",
+    host: HostOption = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0: any free one).")] = 9324,
     account: Annotated[
         str, typer.Option(help="The account id in queue URLs and ARNs.")
@@ -28,24 +42,55 @@ def serve(
         str | None,
         typer.Option(help="Serve this region only (default: any; ARNs say us-east-1)."),
     ] = None,
-    redrive_every: Annotated[
-        float, typer.Option(help="Seconds between redrive passes over the queues (0: none).")
-    ] = REDRIVE_EVERY_SECONDS,
-    keys_file: Annotated[
-        str | None,
-        typer.Option(help="key:secret lines to accept (else $SPARKQUEUE_ACCESS_KEYS)."),
-    ] = None,
-    tls_cert: Annotated[
-        str | None, typer.Option(help="Serve HTTPS with this PEM certificate (chain) file.")
-    ] = None,
-    tls_key: Annotated[str | None, typer.Option(help="The PEM private key of --tls-cert.")] = None,
+    redrive_every: RedriveEveryOption = REDRIVE_EVERY_SECONDS,
+    keys_file: KeysOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
     max_connections: Annotated[
         int, typer.Option(help="Connections served at once; one more is answered 503.")
     ] = ENDPOINT_MAX_CONNECTIONS,
+    console: Annotated[
+        bool, typer.Option("--console", help="Also serve the web console under /console/.")
+    ] = False,
     root: RootOption = None,
     catalog: CatalogOption = None,
 ) -> None:
     """Serves the queues over Amazon SQS's HTTP API, for boto3, the AWS CLI and any AWS SDK."""
+    run_server(
+        root, catalog, keys_file, tls_cert, tls_key,
+        host=host, port=port, account=account, region=region, redrive_every=redrive_every,
+        max_connections=max_connections, console=console,
+    )  # fmt: skip
+
+
+@command
+def console(
+    host: HostOption = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free one).")] = 9325,
+    redrive_every: RedriveEveryOption = 0,
+    keys_file: KeysOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
+    root: RootOption = None,
+    catalog: CatalogOption = None,
+) -> None:
+    """Serves the web console alone at http://HOST:PORT/console/ (no SQS API)."""
+    run_server(
+        root, catalog, keys_file, tls_cert, tls_key,
+        host=host, port=port, redrive_every=redrive_every, console=True, sqs=False,
+    )  # fmt: skip
+
+
+def run_server(
+    root: str | None,
+    catalog: str | None,
+    keys_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    **options: Any,
+) -> None:
+    """Serves until Ctrl-C or SIGTERM: an SqsEndpoint with `options` (the SQS API, the console,
+    or both)."""
     from ..endpoint import AccessKeys, SqsEndpoint
     from ..endpoint.transport import tls_context
 
@@ -63,16 +108,11 @@ def serve(
 
     endpoint = SqsEndpoint(
         broker,
-        host=host,
-        port=port,
         access_keys=keys,
-        account=account,
-        region=region,
-        redrive_every=redrive_every,
         tls_cert=tls_cert,
         tls_key=tls_key,
-        max_connections=max_connections,
         open_spark=open_spark,
+        **options,
     )
     done = threading.Event()
 
@@ -83,8 +123,11 @@ def serve(
     signal.signal(signal.SIGINT, stop)
     with endpoint:
         checked = f"{len(keys.secrets)} access key(s)" if keys else "no access keys: localhost only"
+        served = [f"SQS on {endpoint.url}/{endpoint.service.naming.account}/<queue>"]
+        served = served if endpoint.sqs else []
+        served += [f"the console on {endpoint.url}/console/"] if endpoint.console else []
         render.out.print(
-            f"serving SQS on {endpoint.url}/{account}/<queue> for {broker} ({checked})",
+            f"serving {' and '.join(served)} for {broker} ({checked})",
             highlight=False,
             soft_wrap=True,
         )

@@ -102,6 +102,8 @@ class SqsEndpoint:
         read_timeout: float = ENDPOINT_READ_TIMEOUT_SECONDS,
         max_connections: int = ENDPOINT_MAX_CONNECTIONS,
         open_spark: Callable[[], Broker] | None = None,
+        console: bool = False,
+        sqs: bool = True,
     ) -> None:
         self.keys = AccessKeys.configured() if access_keys is None else access_keys
         if not self.keys and host not in LOCAL_HOSTS:
@@ -123,6 +125,13 @@ class SqsEndpoint:
         self._http.endpoint = self  # type: ignore[attr-defined]
         self.port: int = self._http.server_address[1]
         self._thread: threading.Thread | None = None
+        self.sqs = sqs
+        self.console = self._console() if console else None
+
+    def _console(self) -> Any:
+        from ..console import Console, Sessions  # jinja2 and pygal load only for a console
+
+        return Console(self.service, Sessions(self.keys), self.port, self.tls is not None)
 
     @property
     def url(self) -> str:
@@ -234,6 +243,15 @@ class _Handler(BaseHTTPRequestHandler):
         endpoint: SqsEndpoint = self.server.endpoint  # type: ignore[attr-defined]
         # The one map of this request's headers: framing, signature, protocol and action read it.
         headers = Headers.of(self.headers.items(), defects=_cut_short(self.headers.defects))
+        if endpoint.console is not None and endpoint.console.serves(self.path):
+            self._serve_console(endpoint.console, headers)
+            return
+        if not endpoint.sqs:
+            self.close_connection = True
+            self._reply(
+                404, {"Content-Type": "text/plain", "Connection": "close"}, b"see /console/"
+            )
+            return
         try:
             size = body_length(self.command, headers)
             if endpoint.keys:  # no body is taken in for a client without a key
@@ -249,6 +267,22 @@ class _Handler(BaseHTTPRequestHandler):
             return
         status, answer, data = endpoint.answer(self.command, self.path, headers, body)
         self._reply(status, answer, data)
+
+    def _serve_console(self, console: Any, headers: Headers) -> None:
+        """A console page or form: its own sign-in and CSRF checks, not SigV4 (console/app.py)."""
+        try:
+            size = body_length(self.command, headers)
+        except SqsFault as fault:
+            self.close_connection = True
+            self._reply(
+                400, {"Content-Type": "text/plain", "Connection": "close"}, fault.message.encode()
+            )
+            return
+        body = self._read_body(size)
+        if len(body) < size:
+            self.close_connection = True
+            return
+        self._reply(*console.answer(self.command, self.path, headers, body))
 
     def _read_body(self, size: int) -> bytes:
         """The body, within one read timeout for all of it (a client sending a byte now and then

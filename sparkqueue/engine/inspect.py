@@ -5,15 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..clock import to_micros
-from ..model import MESSAGE_FIELDS, QueueStats
+from ..model import PEEK_FIELDS, QueueStats
 from ..rules.expr import col, micros, null, when
 from ..store.registry import QueueRecord
 from ..store.statements import Row
 from . import fifo_queue
 from .conditions import alive, awaiting_dead_letter, claimable, due, is_message, retire
 from .context import QueueContext
-
-PEEK_FIELDS = (*(name for name in MESSAGE_FIELDS if name != "receipt_handle"), "moved_from")
 
 
 def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
@@ -47,9 +45,15 @@ def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
 
 
 def peek(ctx: QueueContext, record: QueueRecord, max_messages: int) -> list[Row]:
-    """Visible messages, oldest first, read without claiming them (a standard queue's, or a
-    FIFO queue's the native engine numbers, without never-delivered duplicates)."""
+    """Visible messages, oldest first, read without claiming them: a standard queue's, a FIFO
+    queue's the native engine numbers (without never-delivered duplicates), or through Spark one
+    that Spark numbers."""
     visible = claimable(ctx.now(), record.attributes)
+    if record.attributes.fifo and fifo_queue.reader(ctx, record) is None:  # numbered by Spark
+        ctx.tables_for(record)  # says so when the broker has no Spark
+        from . import inspect_df
+
+        return inspect_df.peek_rows(ctx, record, max_messages)
     if record.attributes.fifo:
         return fifo_queue.peek(ctx, record, visible, PEEK_FIELDS, max_messages)
     return ctx.tables_for(record).select(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..model import PEEK_FIELDS
 from ..store.registry import QueueRecord
 from ..store.spark_exprs import to_column
 from ..store.spark_tables import collect_rows
@@ -12,7 +13,6 @@ from ..store.statements import Row
 from . import fifo
 from .conditions import claimable
 from .context import QueueContext
-from .inspect import PEEK_FIELDS
 
 
 def peek_df(ctx: QueueContext, record: QueueRecord, max_messages: int) -> DataFrame:

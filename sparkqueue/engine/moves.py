@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -128,10 +128,15 @@ class Moves:
         return moved
 
     def move_back(
-        self, source: QueueRecord, destination: str | None, now: datetime, limit: int | None
+        self,
+        source: QueueRecord,
+        destination: str | None,
+        now: datetime,
+        limit: int | None,
+        message_ids: Sequence[str] | None = None,
     ) -> int:
-        """Moves visible messages (never ones held by a consumer) to `destination`, or each to
-        the queue it came from; finishes interrupted moves first."""
+        """Moves visible messages (never ones held by a consumer; only `message_ids` if given)
+        to `destination`, or each to the queue it came from; finishes interrupted moves first."""
         self.finish_pending(source, now)
         if not self._writes_everywhere():  # refuse before marking what could not be copied
             names = [destination] if destination is not None else self._origins(source)
@@ -141,6 +146,8 @@ class Moves:
                     self._refuse(target)
         attrs = source.attributes
         condition = due(now) & alive(now, attrs) & ~being_moved()
+        if message_ids is not None:
+            condition = condition & col("message_id").isin(list(message_ids))
         return self.move(source, condition, destination, now, limit)
 
     def finish_pending(self, source: QueueRecord, now: datetime) -> int:

@@ -6,7 +6,12 @@ import re
 from typing import Any
 
 from ..errors import EmptyBatchRequest, InvalidParameterValue
-from ..limits import FIFO_SUFFIX, MAX_VISIBILITY_SECONDS, QUEUE_NAME_MAX_LENGTH
+from ..limits import (
+    FIFO_SUFFIX,
+    MAX_VISIBILITY_SECONDS,
+    MESSAGE_ID_MAX_LENGTH,
+    QUEUE_NAME_MAX_LENGTH,
+)
 
 NAME_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{QUEUE_NAME_MAX_LENGTH}}}")
 
@@ -52,6 +57,15 @@ def check_queue_name(name: Any, *, fifo: bool | None = None) -> str:
             f"only FIFO queues may end in '{FIFO_SUFFIX}'; pass fifo=True for {name!r}"
         )
     return name
+
+
+def check_message_id(value: Any) -> str:
+    """A message id as the API hands them out (never pasted into a statement: a literal)."""
+    if not isinstance(value, str) or not 0 < len(value) <= MESSAGE_ID_MAX_LENGTH:
+        raise InvalidParameterValue(
+            f"a message id is text of 1 to {MESSAGE_ID_MAX_LENGTH} characters, got {value!r}"
+        )
+    return value
 
 
 def check_list(what: str, value: Any, item: str) -> list[Any]:

@@ -14,7 +14,7 @@ LAYERS = [
     {"engine"},
     {"services"},
     {"queue", "broker"},
-    {"__init__", "session", "bench", "demo", "notebook", "where", "cli", "endpoint"},
+    {"__init__", "session", "bench", "demo", "notebook", "where", "cli", "endpoint", "console"},
 ]
 
 

@@ -25,7 +25,12 @@ import pytest
 from sparkqueue import Broker
 from sparkqueue.errors import InvalidParameterValue
 from tests.processes import run_here, stop
-from tests.unit.test_native_engine import (  # noqa: F401 (collected here, on object storage)
+from tests.unit.test_history import (  # noqa: F401 (collected here, on object storage)
+    orders,
+    test_a_release_and_an_expiry_by_retention,
+    test_a_whole_life_through_the_dead_letter_queue_and_back,
+)
+from tests.unit.test_native_engine import (  # noqa: F401
     test_a_broker_without_spark_serves_every_per_message_operation,
     test_native_processes_share_a_queue_and_lose_nothing,
     test_native_threads_receive_each_message_once,
