@@ -99,7 +99,6 @@ FILE_RETENTION_HOURS = 1
 LOG_RETENTION_HOURS = 48
 # On a local root each redrive pass trims `_delta_log` to this much history (store/logtrim.py).
 LOCAL_LOG_MINUTES = 5
-MESSAGE_ID_MAX_LENGTH = 128  # ours are 36; SQS's own are too
 CHECKPOINT_INTERVAL = 20
 REDRIVE_EVERY_SECONDS = 60
 # The most one shared append carries for the concurrent sends of one broker (engine/send.py):

@@ -133,6 +133,20 @@ def _per_message_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     for label, run in results.get("worker", {}).items():
         bar = WORKER_BARS.get(run["batch"], "-") if run["workers"] == 1 else "4 workers >= 1.5x"
         rows.append((f"worker loop, {label}", f"{run['per_s']:,.1f} msg/s", bar))
+    if "history" in results:
+        rows += _history_rows(results["history"])
+    return rows
+
+
+def _history_rows(history: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The change data feed's price per operation (the history design not taken) and a read."""
+    rows = []
+    for op in ("receive", "delete"):
+        plain, cdf = history[f"plain_{op}_p50_ms"], history[f"cdf_{op}_p50_ms"]
+        figure = f"{plain:.0f} / {cdf:.0f} ms ({cdf / plain - 1:+.0%})"
+        rows.append((f"{op} p50, plain table / with CDF", figure, "history adds 0"))
+    figure = f"{history['history_p50_ms']:.0f} / {history['history_max_ms']:.0f} ms"
+    rows.append((f"history p50 / max, {history['versions']} versions", figure, "(measured)"))
     return rows
 
 
@@ -148,6 +162,9 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 "0 lost / twice too soon",
             )
         )
+    if "console" in results:
+        pages = " / ".join(f"{ms:.0f}" for ms in results["console"].values())
+        rows.append((f"console p50: {' / '.join(results['console'])}", f"{pages} ms", "< 200 ms"))
     if "redrive" in results:
         passes = results["redrive"]
         figure = f"spark {passes['redrive_s']:.1f} s | native {passes['native_redrive_s']:.1f} s"

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 from ..broker import Broker
 from ..testing import FakeClock
 from .backlog import bodies, fill, left_in
+from .history import console_pages, history_cost
 from .window import during_window
 
 WARM_UP_ROUNDS = 2  # bulk sends before the timed one: JIT-compiled, like a long-running job
@@ -303,11 +304,11 @@ def _loops(queue: Any, batch: int, workers: int, seconds: float) -> list[Any]:
 
 WORKERS = 4  # the worker scenario's "many workers in one driver"
 SCENARIOS = ("bulk", "latency", "load", "fifo", "buffered", "redrive", "worker", "endpoint",
-             "celery", "chaos")  # fmt: skip
+             "celery", "history", "console", "chaos")  # fmt: skip
 DEFAULT_SCENARIOS = SCENARIOS[:-1]  # chaos runs when named: it kills processes for minutes
 ENGINES = ("native", "spark")
 # What each engine runs: the per-message scenarios. DataFrame work (bulk, redrive) is Spark's.
-PER_ENGINE = ("latency", "load", "fifo", "buffered", "worker", "endpoint", "celery")
+PER_ENGINE = ("latency", "load", "fifo", "buffered", "worker", "endpoint", "celery", "history")
 
 
 def run(
@@ -337,6 +338,8 @@ def run(
             results["engines"][where] = per_message(broker, sizes, without_spark)
     if "redrive" in scenarios:
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
+    if "console" in scenarios:
+        results["console"] = console_pages(f"{root}/console")
     if "chaos" in scenarios:
         from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main
 
@@ -386,4 +389,6 @@ def per_message(broker: Broker, sizes: Sizes, scenarios: Sequence[str]) -> dict[
         from .celery_load import celery_load  # needs celery, from the dev extra
 
         results["celery"] = celery_load(broker, sizes.celery_tasks)
+    if "history" in scenarios:
+        results["history"] = history_cost(broker, sizes.operations)
     return results

@@ -7,8 +7,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..endpoint.faults import SqsFault
 from ..endpoint.service import Service
-from ..errors import InvalidParameterValue
+from ..errors import InvalidParameterValue, UnsupportedOperation
 from . import pages
 
 Form = dict[str, list[str]]
@@ -131,7 +132,10 @@ def move_back(service: Service, form: Form, name: str) -> Done:
     progress the page shows."""
     queue = pages.open_queue(service, name)
     if _one(form, "all"):
-        service.tasks.start(queue, None, None)
+        try:
+            service.tasks.start(queue, None, None)
+        except SqsFault as fault:  # one is running already
+            raise UnsupportedOperation(fault.message) from None
         return Done(f"started moving the messages of {name} back", ("queues", name, "dead-letters"))
     ids = [_one(form, "one")] if _one(form, "one") else form.get("message_id", [])
     if not ids:

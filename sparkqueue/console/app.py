@@ -78,12 +78,33 @@ class Console:
             log.exception("console request failed")
             return _text(500, "the console failed on this request; see the server's log")
 
-    def _answer(self, method: str, target: str, headers: Headers, body: bytes) -> Reply:
+    def refusal(self, method: str, target: str, headers: Headers) -> Reply | None:
+        """The answer to a request refused from its head alone, before its body is read (a
+        client that may not use the console cannot make the server take one in); None: go on."""
         host = headers.get("host") or ""
         if not self.sessions.sign_in_needed and not is_loopback(
             host, self.port, 443 if self.tls else 80
         ):
             return _text(403, "without access keys the console answers on localhost only")
+        if method not in ("GET", "POST"):
+            return 405, {"Allow": "GET, POST", "Content-Type": "text/plain"}, b"GET or POST"
+        if headers.get("sec-fetch-site") == "cross-site":  # another site's page, image, script
+            return _text(403, "the console answers its own pages and direct visits only")
+        if method == "POST" and not self._same_origin(headers, host):
+            return _text(403, "changes are taken from the console's own pages only")
+        path = urlsplit(target).path
+        if path in (f"{PREFIX}/signin", PREFIX) or path.startswith(f"{PREFIX}/static/"):
+            return None
+        if self.sessions.sign_in_needed and self.sessions.find(headers.get("cookie")) is None:
+            if method == "GET":
+                return _redirect(f"{PREFIX}/signin")
+            return _text(403, "sign in first")
+        return None
+
+    def _answer(self, method: str, target: str, headers: Headers, body: bytes) -> Reply:
+        refused = self.refusal(method, target, headers)
+        if refused is not None:
+            return refused
         path = urlsplit(target).path
         if path == PREFIX:
             return _redirect(PREFIX + "/")
@@ -91,16 +112,10 @@ class Console:
         if method == "GET" and len(parts) == 2 and parts[0] == "static" and parts[1] in STATIC:
             data = resources.files(__package__).joinpath("static", parts[1]).read_bytes()
             return 200, {"Content-Type": STATIC[parts[1]], "Cache-Control": "max-age=300"}, data
-        if method not in ("GET", "POST"):
-            return 405, {"Allow": "GET, POST", "Content-Type": "text/plain"}, b"GET or POST"
-        if method == "POST" and not self._same_origin(headers, host):
-            return _text(403, "changes are taken from the console's own pages only")
         session = self.sessions.find(headers.get("cookie"))
         if parts == ("signin",):
-            return self._sign_in(method, body, session)
-        if session is None and self.sessions.sign_in_needed:
-            if method == "GET":
-                return _redirect(f"{PREFIX}/signin")
+            return self._sign_in(method, headers, body, session)
+        if session is None and self.sessions.sign_in_needed:  # it ended since `refusal`
             return _text(403, "sign in first")
         cookie = None
         if session is None:  # no keys: a session (and its CSRF token) on first sight
@@ -110,7 +125,7 @@ class Console:
         if method == "POST":
             if (headers.get("content-type") or "").split(";")[0].strip().lower() != FORM:
                 return _text(415, f"changes are forms ({FORM})")
-            form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=MAX_FORM_FIELDS)
+            form = _form(body)
             if not csrf_ok(session, (form.get("csrf") or [None])[0]):
                 return _text(403, "this change lacks the page's CSRF token: reload the page")
         status, answer, data = self._route(Call(method, parts, form, session))
@@ -126,12 +141,16 @@ class Console:
         sent = urlsplit(origin)
         return sent.scheme == ("https" if self.tls else "http") and sent.netloc == host
 
-    def _sign_in(self, method: str, body: bytes, session: Session | None) -> Reply:
+    def _sign_in(
+        self, method: str, headers: Headers, body: bytes, session: Session | None
+    ) -> Reply:
         if not self.sessions.sign_in_needed:
             return _redirect(PREFIX + "/")
         if method == "GET":
             return self._page("signin.html", None, title="Sign in")
-        form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=MAX_FORM_FIELDS)
+        if not (self.tls or is_loopback(headers.get("host") or "", self.port, 80)):
+            return _text(403, "sign in over HTTPS (serve with --tls-cert and --tls-key)")
+        form = _form(body)
         key, secret = (form.get(name, [""])[0] for name in ("key", "secret"))
         opened = self.sessions.sign_in(key, secret)
         if opened is None:
@@ -203,7 +222,7 @@ class Console:
         )
 
     def _tasks(self, call: Call, name: str) -> Reply:
-        tasks = self.service.tasks.listed(check_queue_name(name), 10)
+        tasks = pages.move_tasks(self.service, check_queue_name(name))
         return _html(self.templates.get_template("tasks.html").render(tasks=tasks))
 
     def _purge_page(self, call: Call, name: str) -> Reply:
@@ -227,7 +246,7 @@ class Console:
         if done.page is not None:
             template, values = done.page
             return self._page(template, call.session, **values)
-        call.session.notes.append(done.note)
+        call.session.note(done.note)
         return _redirect(PREFIX + "/" + "/".join(quote(p, safe="") for p in done.go_to))
 
     def _page(self, template: str, session: Session | None, **values: Any) -> Reply:
@@ -242,6 +261,12 @@ class Console:
             **values,
         )
         return _html(html)
+
+
+def _form(body: bytes) -> dict[str, list[str]]:
+    """A posted form's fields; an emptied field stays, as "" (clearing an attribute)."""
+    text = body.decode("utf-8", "replace")
+    return parse_qs(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
 
 
 def _html(html: str) -> Reply:

@@ -23,6 +23,8 @@ from ..endpoint.auth import AccessKeys
 COOKIE = "sparkqueue_console"
 SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 1000  # the oldest goes first: sign-ins cannot fill the server's memory
+MAX_NOTES = 5
+_NOBODY = secrets.token_urlsafe(32)
 
 
 @dataclass
@@ -33,10 +35,16 @@ class Session:
     csrf: str
     key_id: str | None
     expires: float
-    notes: list[str] = field(default_factory=list)
+    _notes: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def note(self, text: str) -> None:
+        with self._lock:
+            self._notes = [*self._notes, text][-MAX_NOTES:]
 
     def take_notes(self) -> list[str]:
-        notes, self.notes = self.notes, []
+        with self._lock:
+            notes, self._notes = self._notes, []
         return notes
 
 
@@ -66,11 +74,10 @@ class Sessions:
 
     def sign_in(self, key_id: str, secret: str) -> Session | None:
         """A new session if `secret` is `key_id`'s (compared in constant time), else None."""
-        expected = self.keys.secrets.get(key_id, "")
-        given = secret.encode("utf-8")
-        if not (hmac.compare_digest(expected.encode("utf-8"), given) and expected):
-            return None
-        return self.open(key_id)
+        expected = self.keys.secrets.get(key_id)
+        # compared either way, so the time taken says nothing of whether the key exists
+        matches = hmac.compare_digest((expected or _NOBODY).encode(), secret.encode())
+        return self.open(key_id) if matches and expected is not None else None
 
     def open(self, key_id: str | None = None) -> Session:
         session = Session(

@@ -269,14 +269,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(status, answer, data)
 
     def _serve_console(self, console: Any, headers: Headers) -> None:
-        """A console page or form: its own sign-in and CSRF checks, not SigV4 (console/app.py)."""
+        """A console page or form: its own sign-in and CSRF checks, not SigV4 (console/app.py);
+        as for SQS requests, one refused from its head is answered with its body unread."""
         try:
             size = body_length(self.command, headers)
         except SqsFault as fault:
-            self.close_connection = True
-            self._reply(
-                400, {"Content-Type": "text/plain", "Connection": "close"}, fault.message.encode()
-            )
+            refused = 400, {"Content-Type": "text/plain"}, fault.message.encode()
+        else:
+            refused = console.refusal(self.command, self.path, headers)
+        if refused is not None:
+            status, answer, data = refused
+            self.close_connection = True  # the unread body must not be taken for a request
+            self._reply(status, {**answer, "Connection": "close"}, data)
             return
         body = self._read_body(size)
         if len(body) < size:

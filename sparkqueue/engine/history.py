@@ -4,22 +4,21 @@ The rule is written once, on two successive states of the row (store/native_hist
 them): what changed between them is what happened. A receive raises the receive count, a change
 of visibility moves `visible_at` under the same handle, the redrive job's release drops the
 handle, a move marks the row (`moving:<token>:<queue>`, moves.py) before it leaves, and a row that
-leaves otherwise was deleted (by its consumer, or a purge) or expired by retention: the one change
-whose rows are selected by `sent_at` (past_retention in conditions.py), as the commit's predicate
-says in either engine's log."""
+leaves otherwise expired if its retention had run out by the commit's time (past_retention in
+conditions.py: the redrive job's clock is a wall clock, as the commit's), else was deleted (by its
+consumer, or a purge)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 from typing import Any
 
 from ..attributes import QueueAttributes
 from ..model import MessageEvent
 from ..store.native_history import RowState
 from .conditions import MOVE_MARKER_PREFIX, TOMBSTONE_SHARD
-
-_SELECTS_BY_SEND_TIME = "sent_at"  # in a commit's predicate: the retention rule removed the row
 
 
 def events(
@@ -88,15 +87,17 @@ def _change(
         else:
             yield _event("sent", queue, state, row, visible_at=row["visible_at"])
     elif before is not None and row is None:
-        yield from _departure(queue, state, before)
+        yield from _departure(queue, state, before, attrs)
     elif before is not None and row is not None:
         yield from _update(queue, state, before, row, attrs)
 
 
-def _departure(queue: str, state: RowState, before: dict[str, Any]) -> Iterator[MessageEvent]:
+def _departure(
+    queue: str, state: RowState, before: dict[str, Any], attrs: QueueAttributes
+) -> Iterator[MessageEvent]:
     if _move_destination(before) is not None:
         return  # `moved_out` when it was marked; this is the move's last step
-    if _SELECTS_BY_SEND_TIME in state.predicate:
+    if state.at >= before["sent_at"] + timedelta(seconds=attrs.retention_seconds):
         yield _event("expired", queue, state, before, sent_at=before["sent_at"])
     else:
         yield _event("deleted", queue, state, before)

@@ -9,10 +9,10 @@ from ..errors import EmptyBatchRequest, InvalidParameterValue
 from ..limits import (
     FIFO_SUFFIX,
     MAX_VISIBILITY_SECONDS,
-    MESSAGE_ID_MAX_LENGTH,
     QUEUE_NAME_MAX_LENGTH,
 )
 
+MESSAGE_ID_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 NAME_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{QUEUE_NAME_MAX_LENGTH}}}")
 
 
@@ -60,10 +60,12 @@ def check_queue_name(name: Any, *, fifo: bool | None = None) -> str:
 
 
 def check_message_id(value: Any) -> str:
-    """A message id as the API hands them out (never pasted into a statement: a literal)."""
-    if not isinstance(value, str) or not 0 < len(value) <= MESSAGE_ID_MAX_LENGTH:
+    """A message id as the API hands them out: a UUID in its 36-character form (ours are
+    UUIDv7-shaped, rules/ids.py), lower-case hex."""
+    if not isinstance(value, str) or not MESSAGE_ID_PATTERN.fullmatch(value):
+        shown = value[:60] if isinstance(value, str) else value
         raise InvalidParameterValue(
-            f"a message id is text of 1 to {MESSAGE_ID_MAX_LENGTH} characters, got {value!r}"
+            f"a message id is a UUID such as 01a2b3c4-d5e6-7f80-9a1b-2c3d4e5f6a7b, got {shown!r}"
         )
     return value
 

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 from deltalake.fs import DeltaStorageHandler
 from pyarrow import fs
 
@@ -38,16 +39,20 @@ LOG = "_delta_log"
 CLOCK_SKEW = timedelta(minutes=10)  # between the sender's clock and the store's
 
 
+class LogTrimmed(Exception):
+    """A version listed a moment ago is gone (the redrive pass trims a local log from its oldest
+    end, where a history starts reading): read again from the new oldest checkpoint."""
+
+
 @dataclass(frozen=True)
 class RowState:
-    """The row after `version` (None: no longer in the table), with the commit's time and
-    predicate (what its DML selected rows by; "" for appends). `kept`: the first state that
-    could be read, the ones before it gone (trimmed from the log, or their files vacuumed)."""
+    """The row after `version` (None: no longer in the table), with the commit's time. `kept`:
+    the first state that could be read, the ones before it gone (trimmed from the log, or their
+    files vacuumed)."""
 
     version: int
     at: datetime
     row: dict[str, Any] | None
-    predicate: str = ""
     kept: bool = False
 
 
@@ -81,7 +86,10 @@ def row_states(
         start = next((c for c in checkpoints if c + 1 >= oldest), None)
         if start is None:
             return  # neither the versions before nor a checkpoint to start from
-        table = DeltaTable(uri, version=start, storage_options=storage_options)
+        try:
+            table = DeltaTable(uri, version=start, storage_options=storage_options)
+        except (DeltaError, OSError) as error:  # its checkpoint trimmed since the listing
+            raise LogTrimmed(start) from error
         holding, state = _kept(files, table, message_id)
         if state is not None:
             yield RowState(start, state["sent_at"], state, kept=True)
@@ -89,10 +97,12 @@ def row_states(
     for version in (v for v, _ in commits if v >= first):
         try:
             actions = _actions(files, version)
-        except FileNotFoundError:  # trimmed while we read: the versions after it still tell
-            continue
+        except FileNotFoundError:  # trimmed while we read: what it removed is unknown
+            raise LogTrimmed(version) from None
         info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         removed = {unquote(a["remove"]["path"]) for a in actions if "remove" in a}
+        if holding and not holding & removed:
+            continue  # without deletion vectors a row changes only with its file rewritten
         found: dict[str, Any] | None = None
         added: set[str] = set()
         unread: set[str] = set()
@@ -120,7 +130,7 @@ def row_states(
             continue  # rewritten as it was (compaction, another row's change in its file)
         state = found
         at = datetime.fromtimestamp(info.get("timestamp", 0) / 1000, UTC)
-        yield RowState(version, at, state, _predicate(info), kept=gap and found is not None)
+        yield RowState(version, at, state, kept=gap and found is not None)
         gap = False
 
 
@@ -184,11 +194,12 @@ def _read_row(
     files: fs.FileSystem, add: Mapping[str, Any], message_id: str
 ) -> dict[str, Any] | None:
     with files.open_input_file(unquote(add["path"])) as source:
-        table = pq.read_table(source)
-    ids = table.column("message_id").cast(pa.string())  # delta-rs writes string views
-    at = pc.index(ids, message_id).as_py()
-    if at < 0:
-        return None
+        parquet = pq.ParquetFile(source)
+        ids = parquet.read(columns=["message_id"]).column(0).cast(pa.string())  # or views
+        at = pc.index(ids, message_id).as_py()
+        if at < 0:
+            return None  # the id column alone was read: bodies only for the row itself
+        table = parquet.read()
     row = {name: _utc(value) for name, value in table.slice(at, 1).to_pylist()[0].items()}
     for name, value in (add.get("partitionValues") or {}).items():
         row[name] = None if value is None else int(value)  # a queue table's only one: shard
@@ -201,7 +212,3 @@ def _utc(value: Any) -> Any:
     if value.tzinfo is None:  # INT96 (Spark's default) reads back without a zone
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
-
-
-def _predicate(info: Mapping[str, Any]) -> str:
-    return str((info.get("operationParameters") or {}).get("predicate") or "")

@@ -15,7 +15,7 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -37,7 +37,7 @@ from .locking import NATIVE, commit_lock
 from .logtrim import clear_unfinished_log
 from .native_arrow import arrow_row, arrow_schema, delta_field, read_row
 from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
-from .native_history import RowState, row_states
+from .native_history import LogTrimmed, RowState, row_states
 from .native_sql import quote_name, to_sql
 from .schema import Columns
 from .statements import MESSAGE_KEY, Row
@@ -46,7 +46,8 @@ from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-_SOURCE = "s"  # a MERGE's source alias; the target's is "t"
+_SOURCE = "s"
+HISTORY_READ_ATTEMPTS = 3  # a trim lands once a pass (a minute): a third read finds it done  # a MERGE's source alias; the target's is "t"
 
 
 class NativeTables:
@@ -315,9 +316,13 @@ class NativeTables:
         else:  # whether or not a table is left there: a delete cut short left files behind
             DeltaStorageHandler(self._uri(address), self._options).delete_dir("")
 
-    def row_states(self, address: str, message_id: str) -> Iterator[RowState]:
-        """One message's row through the table's kept versions (native_history.py)."""
-        return row_states(self._uri(address), message_id, self._options)
+    def row_states(self, address: str, message_id: str) -> list[RowState]:
+        """One message's row through the table's kept versions (native_history.py), read again
+        when the log's oldest end was trimmed under the reading."""
+        for _ in range(HISTORY_READ_ATTEMPTS - 1):
+            with contextlib.suppress(LogTrimmed):
+                return list(row_states(self._uri(address), message_id, self._options))
+        return list(row_states(self._uri(address), message_id, self._options))
 
     def footprint(self, address: str) -> tuple[int, int]:
         files = self.open(address).get_add_actions(flatten=True)

@@ -36,10 +36,17 @@ def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path
     assert figures["fifo_load"]["delivered"] > 0
     assert figures["fifo_load"]["duplicates"] == figures["fifo_load"]["out_of_order"] == 0
     assert figures["celery"]["tasks"] == 3 and figures["celery"]["per_s"] > 0
+    history = figures["history"]
+    assert history["operations"] == 4 and history["versions"] == 8
+    assert history["plain_receive_p50_ms"] > 0 and history["history_p50_ms"] > 0
+    assert set(results["console"]) == {
+        "queues", "queue", "dead letters", "history", "depth chart", "live rows"
+    }  # fmt: skip
     assert json.loads((tmp_path / "bench.json").read_text())["sizes"]["messages"] == 2_000
     assert (tmp_path / "bench.png").stat().st_size > 0
     printed = capsys.readouterr().out
     assert "redrive pass" in printed and "receive(1) p50 / p99" in printed
+    assert "with CDF" in printed and "console p50" in printed
 
     on_spark = main(
         ["--smoke", "--engine", "spark", "--only", "latency", "--out", str(tmp_path / "spark"),

@@ -3,11 +3,21 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
+import pytest
 from pyspark.sql import functions as F
 
 from sparkqueue import Broker
+from sparkqueue.testing import FakeClock
 
 from .conftest import both_engines
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """Near the wall clock, as a broker's is (expiry is read against the commit's time)."""
+    return FakeClock(datetime.now(UTC) - timedelta(minutes=10))
 
 
 @both_engines

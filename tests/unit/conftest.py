@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from pyspark import SparkContext
 
@@ -18,6 +20,12 @@ def no_jvm():
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+def near_wall_clock() -> FakeClock:
+    """A FakeClock ten minutes behind the wall clock, as a broker's clock is near the store's:
+    for tests that read a row's times against its commits' (a history's expiry)."""
+    return FakeClock(datetime.now(UTC) - timedelta(minutes=10))
 
 
 @pytest.fixture

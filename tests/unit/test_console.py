@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import http.client
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -186,7 +187,7 @@ def test_without_keys_only_loopback_host_names_are_answered(served):
 def test_with_keys_a_sign_in_is_needed_and_the_secret_checked(broker, signed):
     queue = broker.create_queue("work")
     queue.send("x")
-    browser = Browser(signed.port, host=f"console.example:{signed.port}")
+    browser = Browser(signed.port)
 
     assert browser.get("/console/").headers["location"] == "/console/signin"
     assert browser.get("/console/queues/work").status == 303
@@ -208,6 +209,45 @@ def test_with_keys_a_sign_in_is_needed_and_the_secret_checked(broker, signed):
     assert browser.post("/console/signout", {}).status == 303
     assert browser.get("/console/").status == 303  # the old cookie is void
     assert queue.stats().visible == 1
+
+
+def test_a_secret_is_taken_over_https_or_on_loopback_only(signed):
+    """A sign-in posts the secret itself (SigV4 never does): not in the clear across a network."""
+    remote = Browser(signed.port, host=f"console.example:{signed.port}")
+    answer = remote.request("POST", "/console/signin", {"key": ACCESS_KEY, "secret": SECRET_KEY})
+    assert answer.status == 403 and "HTTPS" in answer.text and remote.cookie is None
+
+
+def test_other_sites_pages_get_nothing_not_even_a_session(broker, served):
+    """An <img> or fetch from another site's page, however it names the host: refused at once,
+    so it can neither start work (a history read) nor push the real sessions out."""
+    broker.create_queue("work")
+    browser = Browser(served.port)
+    for path in ("/console/", "/console/queues/work/messages/01a2b3c4-0000-7000-8000-000000000000"):
+        answer = browser.get(path, Sec_Fetch_Site="cross-site")
+        assert answer.status == 403 and "set-cookie" not in answer.headers
+    assert browser.get("/console/", Sec_Fetch_Site="same-origin").status == 200
+
+
+def test_an_emptied_field_clears_the_attribute(broker, served):
+    broker.create_queue("dlq")
+    queue = broker.create_queue("work", dead_letter_queue="dlq", max_receive_count=3)
+    browser = Browser(served.port)
+    cleared = {"dead_letter_queue": "", "max_receive_count": ""}
+    assert browser.post("/console/queues/work/attributes", cleared).status == 303
+    attributes = queue.attributes
+    assert attributes["dead_letter_queue"] is None and attributes["max_receive_count"] is None
+
+
+def test_with_keys_a_stranger_is_refused_before_the_body_is_read(signed):
+    """Only the head is sent: the answer comes at once, and the connection closes unread."""
+    with socket.create_connection(("127.0.0.1", signed.port), timeout=10) as connection:
+        connection.sendall(
+            b"POST /console/queues HTTP/1.1\r\nHost: x\r\nContent-Type: " + FORM.encode()
+            + b"\r\nContent-Length: 200000\r\n\r\n"
+        )  # fmt: skip
+        answer = connection.makefile("rb").read()
+    assert answer.startswith(b"HTTP/1.1 403") and b"Connection: close" in answer
 
 
 def test_the_sqs_api_answers_beside_the_console(broker, served):

@@ -24,7 +24,9 @@ import pytest
 
 from sparkqueue import Broker
 from sparkqueue.errors import InvalidParameterValue
+from sparkqueue.testing import FakeClock
 from tests.processes import run_here, stop
+from tests.unit.conftest import near_wall_clock
 from tests.unit.test_history import (  # noqa: F401 (collected here, on object storage)
     orders,
     test_a_release_and_an_expiry_by_retention,
@@ -50,6 +52,12 @@ from tests.unit.test_without_spark import (  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 COMMAND = str(Path(sys.executable).with_name("sparkqueue"))
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """Near the wall clock: the history tests here read expiry against commit times."""
+    return near_wall_clock()
 
 
 @pytest.fixture

@@ -6,7 +6,11 @@ const REFRESH_MS = 2000;
 async function refresh(element) {
   try {
     const answer = await fetch(element.dataset.refresh, { credentials: "same-origin", cache: "no-store" });
-    if (answer.ok) element.innerHTML = await answer.text();
+    if (answer.redirected) {
+      window.location.reload(); // signed out meanwhile: the page itself goes to the sign-in
+    } else if (answer.ok) {
+      element.innerHTML = await answer.text();
+    }
   } catch (error) {
     // the server restarting or the network gone: keep what is shown, try again next time
   }

@@ -1,0 +1,118 @@
+"""What a message's history costs: each operation's price with the change data feed on (the
+alternative not taken) against the plain table `Queue.history` reads, interleaved in one run on
+one engine (an A/B), and what reading a history takes; and how fast the console's pages answer."""
+
+from __future__ import annotations
+
+import http.client
+import re
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..broker import Broker
+from ..endpoint import AccessKeys, SqsEndpoint
+from .backlog import fill
+
+CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
+HISTORY_READS = 20
+PAGE_READS = 30
+
+
+def _ms(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+def history_cost(broker: Broker, operations: int) -> dict[str, Any]:
+    """receive(1) + delete p50 on a plain queue and on one with the change data feed, one
+    operation of each in turn; then `history` p50 over messages of the plain queue."""
+    queues = {
+        "plain": broker.create_queue("history-plain"),
+        "cdf": broker.create_queue("history-cdf"),
+    }
+    record = broker.context.record("history-cdf")
+    tables = broker.context.native if broker.engine == "native" else broker.context.storage
+    assert tables is not None
+    tables.set_properties(record.location, CHANGE_DATA_FEED)
+    for queue in queues.values():
+        fill(broker, queue, operations + 10)
+    times: dict[str, dict[str, list[float]]] = {k: {"receive": [], "delete": []} for k in queues}
+    handled: list[str] = []
+    for _ in range(operations):
+        for kind, queue in queues.items():
+            started = time.perf_counter()
+            [message] = queue.receive(1, visibility_timeout=3_600)
+            received = time.perf_counter()
+            queue.delete(message.receipt_handle)
+            times[kind]["receive"].append(received - started)
+            times[kind]["delete"].append(time.perf_counter() - received)
+            if kind == "plain":
+                handled.append(message.message_id)
+    reads = []
+    for message_id in handled[:: max(1, len(handled) // HISTORY_READS)][:HISTORY_READS]:
+        started = time.perf_counter()
+        events = queues["plain"].history(message_id)
+        reads.append(time.perf_counter() - started)
+        assert [e.kind for e in events][-2:] == ["received", "deleted"], events
+    return {
+        "operations": operations,
+        **{f"{k}_{op}_p50_ms": _ms(v[op]) for k, v in times.items() for op in v},
+        "history_p50_ms": _ms(reads),
+        "history_max_ms": max(reads) * 1000,
+        "versions": len(handled) * 2,
+    }
+
+
+def console_pages(root: str) -> dict[str, Any]:
+    """p50 of each console page on a native broker: ten queues, one with a dead-letter queue
+    holding twenty messages, a message's history, the depth chart over a few passes."""
+    broker = Broker(None, root)
+    broker.create_queue("console-dlq")
+    source = broker.create_queue("console", dead_letter_queue="console-dlq", max_receive_count=1)
+    for i in range(8):
+        fill(broker, broker.create_queue(f"other-{i}"), 10)
+    ids = source.send_batch([f"message {i}" for i in range(20)])
+    for _ in range(2):
+        source.receive(10, visibility_timeout=0)
+    for _ in range(3):
+        broker.redrive()
+    pages = {
+        "queues": "/console/",
+        "queue": "/console/queues/console",
+        "dead letters": "/console/queues/console-dlq/dead-letters",
+        "history": f"/console/queues/console/messages/{ids[0]}",
+        "depth chart": "/console/queues/console/depth.svg",
+        "live rows": "/console/fragments/queues",
+    }
+    with SqsEndpoint(
+        broker, port=0, access_keys=AccessKeys({}), redrive_every=0, console=True
+    ) as served:
+        get = _client(served.port)
+        get("/console/")  # the session's cookie
+        return {
+            name: _ms([_timed(lambda p=path: get(p)) for _ in range(PAGE_READS)])
+            for name, path in pages.items()
+        }
+
+
+def _client(port: int) -> Callable[[str], bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    cookie: dict[str, str] = {}
+
+    def get(path: str) -> bytes:
+        connection.request("GET", path, headers={"Host": f"127.0.0.1:{port}", **cookie})
+        answer = connection.getresponse()
+        body = answer.read()
+        assert answer.status == 200, (path, answer.status, body[:200])
+        if answer.getheader("Set-Cookie"):
+            cookie["Cookie"] = re.split(";", answer.getheader("Set-Cookie"))[0]
+        return body
+
+    return get
+
+
+def _timed(action: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
