@@ -19,7 +19,7 @@ from ..queue import Queue
 from ..services.metrics import depth_history
 
 PEEKED = 20  # messages a queue's page shows
-BODY_PREVIEW = 300  # characters of a body in a table; the message's page shows it whole
+BODY_PREVIEW = 300  # characters of a body shown in a table (a body may be 256 KiB)
 CHART_HOURS = 24
 STATS_THREADS = 4
 MOVE_TASKS_SHOWN = 10

@@ -12,8 +12,8 @@ from deltalake import DeltaTable
 
 from sparkqueue import Broker, MessageEvent
 from sparkqueue.engine import rounds
-from sparkqueue.rules import handles
 from sparkqueue.errors import InvalidParameterValue, QueueDoesNotExist
+from sparkqueue.rules import handles
 from sparkqueue.store import native_history
 from sparkqueue.store.logtrim import trim_log
 from sparkqueue.testing import FakeClock
