@@ -21,7 +21,7 @@ from .rules.checks import (
     check_fraction,
     check_int,
     check_list,
-    check_message_id,
+    check_message_ids,
     check_queue_name,
     check_receipt_handles,
     check_seconds,
@@ -351,9 +351,7 @@ class Queue:
         if max_messages is not None:
             check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
         if message_ids is not None:
-            message_ids = [
-                check_message_id(i) for i in check_list("message_ids", message_ids, "id")
-            ]
+            message_ids = check_message_ids(message_ids)
         record = self._ctx.record(self.name)
         if destination is not None:
             check_destination(self._ctx, record, check_queue_name(destination))
@@ -375,12 +373,15 @@ class Queue:
 
         return inspect_df.peek_df(self._ctx, self._ctx.record(self.name), max_messages)
 
-    def peek(self, max_messages: int = 10) -> list[dict[str, Any]]:
-        """`peek_df` without Spark: up to `max_messages` visible messages, oldest first, each a
-        dict of the message's fields (no receipt handle) and `moved_from`."""
+    def peek(self, max_messages: int = 10, *, newest: bool = False) -> list[dict[str, Any]]:
+        """`peek_df` without Spark: up to `max_messages` visible messages, oldest first (newest
+        first with `newest`, standard queues), each a dict of the message's fields (no receipt
+        handle) and `moved_from`."""
         check_int("max_messages", max_messages, 1, MAX_RECEIVE)
-        ctx = self._ctx.quick
-        return [dict(row) for row in inspect.peek(ctx, ctx.record(self.name), max_messages)]
+        ctx, name = self._ctx.quick, self.name
+        return [
+            dict(row) for row in inspect.peek(ctx, ctx.record(name), max_messages, newest=newest)
+        ]
 
     def history(self, message_id: str) -> list[MessageEvent]:
         """The message's events, oldest first, from this queue's and its dead-letter queue's

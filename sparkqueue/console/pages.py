@@ -81,7 +81,7 @@ def queue_page(service: Service, name: str) -> dict[str, Any]:
         "name": name,
         "attributes": queue.attributes,
         "stats": queue.stats(),
-        "messages": [shown(row) for row in queue.peek(PEEKED)],
+        "messages": [shown(row) for row in queue.peek(PEEKED, newest=True)],
         "sources": service.sources_of(name),
     }
 

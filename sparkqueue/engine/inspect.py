@@ -44,10 +44,12 @@ def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
     )
 
 
-def peek(ctx: QueueContext, record: QueueRecord, max_messages: int) -> list[Row]:
-    """Visible messages, oldest first, read without claiming them: a standard queue's, a FIFO
-    queue's the native engine numbers (without never-delivered duplicates), or through Spark one
-    that Spark numbers."""
+def peek(
+    ctx: QueueContext, record: QueueRecord, max_messages: int, *, newest: bool = False
+) -> list[Row]:
+    """Visible messages, oldest first (or, on a standard queue, newest first), read without
+    claiming them: a standard queue's, a FIFO queue's the native engine numbers (without
+    never-delivered duplicates, in its groups' order), or through Spark one that Spark numbers."""
     visible = claimable(ctx.now(), record.attributes)
     if record.attributes.fifo and fifo_queue.reader(ctx, record) is None:  # numbered by Spark
         ctx.tables_for(record)  # says so when the broker has no Spark
@@ -62,6 +64,7 @@ def peek(ctx: QueueContext, record: QueueRecord, max_messages: int) -> list[Row]
         visible,
         order_by=["sent_at", "message_id"],
         limit=max_messages,
+        descending=newest,
     )
 
 

@@ -70,6 +70,10 @@ def check_message_id(value: Any) -> str:
     return value
 
 
+def check_message_ids(values: Any) -> list[str]:
+    return [check_message_id(value) for value in check_list("message_ids", values, "message id")]
+
+
 def check_list(what: str, value: Any, item: str) -> list[Any]:
     """A batch argument: a list or tuple (a lone str would otherwise iterate by character)."""
     if not isinstance(value, (list, tuple)):

@@ -108,12 +108,14 @@ class NativeTables:
         order_by: Sequence[str] = (),
         limit: int | None = None,
         at: DeltaTable | None = None,
+        descending: bool = False,
     ) -> list[Row]:
         statement = f"SELECT {', '.join(map(quote_name, columns))} FROM t"
         if where is not None:
             statement += f" WHERE {to_sql(where)}"
         if order_by:
-            statement += f" ORDER BY {', '.join(map(quote_name, order_by))}"
+            direction = " DESC" if descending else ""
+            statement += f" ORDER BY {', '.join(quote_name(c) + direction for c in order_by)}"
         if limit is not None:
             statement += f" LIMIT {int(limit)}"
         return self.query(address, statement, at=at)

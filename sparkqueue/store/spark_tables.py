@@ -79,12 +79,13 @@ class SparkTables:
         *,
         order_by: Sequence[str] = (),
         limit: int | None = None,
+        descending: bool = False,
     ) -> list[Row]:
         frame = self.storage.read(address)
         if where is not None:
             frame = frame.where(to_column(where))
         if order_by:
-            frame = frame.orderBy(*order_by)
+            frame = frame.orderBy(*order_by, ascending=not descending)
         if limit is not None:
             frame = frame.limit(limit)
         return collect_rows(frame, columns)

@@ -59,8 +59,10 @@ class Tables(Protocol):
         *,
         order_by: Sequence[str] = (),
         limit: int | None = None,
+        descending: bool = False,
     ) -> list[Row]:
-        """The rows meeting `where`, with `columns`, in `order_by` order, at most `limit`."""
+        """The rows meeting `where`, with `columns`, in `order_by` order (each column's
+        largest first when `descending`), at most `limit`."""
         ...
 
     def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:

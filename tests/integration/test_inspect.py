@@ -31,3 +31,12 @@ def test_purge_deletes_everything_and_counts(queue):
     assert queue.purge() == 3
     assert queue.stats() == QueueStats(0, 0, 0, 0.0, 0)
     assert queue.purge() == 0
+
+
+@both_engines
+def test_peek_shows_the_oldest_or_the_newest_first(queue, clock):
+    for body in ("first", "second", "third"):
+        queue.send(body)
+        clock.advance(1)
+    assert [m["body"] for m in queue.peek(2)] == ["first", "second"]
+    assert [m["body"] for m in queue.peek(2, newest=True)] == ["third", "second"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
@@ -19,6 +21,8 @@ from sparkqueue.store.logtrim import trim_log
 from sparkqueue.testing import FakeClock
 from tests.processes import run_here
 from tests.unit.conftest import near_wall_clock
+
+COMMAND = str(Path(sys.executable).with_name("sparkqueue"))
 
 
 @pytest.fixture
@@ -211,14 +215,12 @@ def test_a_log_trimmed_while_it_is_read_is_read_again(broker, orders, monkeypatc
 def test_the_command_line_prints_a_history_as_json(broker, orders, tmp_path):
     message_id = orders.send("from the shell")
     root = str(tmp_path / "root")
-    done = run_here(
-        [".venv/bin/sparkqueue", "history", "orders", message_id, "--root", root, "--json"], 60
-    )
+    done = run_here([COMMAND, "history", "orders", message_id, "--root", root, "--json"], 60)
     [sent] = json.loads(done.stdout)
     assert sent["kind"] == "sent" and sent["detail"]["queue"] == "orders"
     assert datetime.fromisoformat(sent["at"]).tzinfo is not None
     missing = run_here(
-        [".venv/bin/sparkqueue", "history", "orders", "01a2b3c4-0000-7000-8000-000000000000",
+        [COMMAND, "history", "orders", "01a2b3c4-0000-7000-8000-000000000000",
          "--root", root, "--json"], 60,
     )  # fmt: skip
     assert json.loads(missing.stdout) == []
