@@ -9,20 +9,31 @@ from pathlib import Path
 import pytest
 
 INTEGRATION = Path(__file__).with_name("integration")
+BROWSER_TESTS = "test_console_browser.py"
 _CONNECT_RUN = pytest.StashKey[object]()
+_CHROMIUM = pytest.StashKey[object]()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION in Path(item.path).parents:
             item.add_marker(pytest.mark.spark)
+    # The browser tests last among the unit tests (which come first): Chromium's install, begun
+    # at collection, has the time before them.
+    browser = [item for item in items if Path(item.path).name == BROWSER_TESTS]
+    rest = [item for item in items if Path(item.path).name != BROWSER_TESTS]
+    at = sum(1 for item in rest if INTEGRATION not in Path(item.path).parents)
+    items[:] = [*rest[:at], *browser, *rest[at:]]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    from tests.browser import ChromiumInstall
     from tests.integration.test_connect import CONNECT_TEST, ConnectRun
 
     if any(item.name == CONNECT_TEST for item in session.items):
         session.config.stash[_CONNECT_RUN] = ConnectRun()
+    if any(Path(item.path).name == BROWSER_TESTS for item in session.items):
+        session.config.stash[_CHROMIUM] = ChromiumInstall()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -37,6 +48,15 @@ def connect_run(request: pytest.FixtureRequest):
     if run is None:
         pytest.fail("the Connect checks were not started at collection")
     return run
+
+
+@pytest.fixture(scope="session")
+def chromium(request: pytest.FixtureRequest) -> str:
+    """Debian's Chromium, installed (in the background since collection) where it was missing."""
+    from tests.browser import ChromiumInstall
+
+    install = request.config.stash.get(_CHROMIUM, None) or ChromiumInstall()
+    return install.path()  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")

@@ -64,8 +64,8 @@ def history_cost(broker: Broker, operations: int) -> dict[str, Any]:
     }
 
 
-def console_pages(root: str) -> dict[str, Any]:
-    """p50 of each console page on a native broker: ten queues, one with a dead-letter queue
+def console_pages(root: str, reads: int = PAGE_READS) -> dict[str, Any]:
+    """p50 of `reads` GETs of each console page on a native broker: ten queues, one with a dead-letter queue
     holding twenty messages, a message's history, the depth chart over a few passes."""
     broker = Broker(None, root)
     broker.create_queue("console-dlq")

@@ -44,6 +44,7 @@ class Sizes:
     chaos_messages: int = 3_000
     endpoint_seconds: float = 30.0  # each of 1 and 8 boto3 clients on the SQS endpoint
     celery_tasks: int = 50  # through the endpoint, one Celery worker, end to end
+    page_reads: int = 30  # GETs of each console page
 
 
 SMOKE = Sizes(
@@ -61,6 +62,7 @@ SMOKE = Sizes(
     prefetch=20,
     endpoint_seconds=1.0,
     celery_tasks=3,
+    page_reads=3,
 )
 
 
@@ -339,7 +341,7 @@ def run(
     if "redrive" in scenarios:
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
     if "console" in scenarios:
-        results["console"] = console_pages(f"{root}/console")
+        results["console"] = console_pages(f"{root}/console", sizes.page_reads)
     if "chaos" in scenarios:
         from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main
 

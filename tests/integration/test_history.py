@@ -3,25 +3,22 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 from pyspark.sql import functions as F
 
 from sparkqueue import Broker
 from sparkqueue.testing import FakeClock
-
-from .conftest import both_engines
+from tests.unit.conftest import near_wall_clock
 
 
 @pytest.fixture
 def clock() -> FakeClock:
     """Near the wall clock, as a broker's is (expiry is read against the commit's time)."""
-    return FakeClock(datetime.now(UTC) - timedelta(minutes=10))
+    return near_wall_clock()
 
 
-@both_engines
-def test_spark_passes_and_both_engines_operations_make_one_history(broker, clock):
+def test_native_operations_and_spark_passes_make_one_history(broker, clock):
+    """The native engine's receives and deletes, Spark's redrive pass and move back, one log."""
     broker.create_queue("dlq")
     queue = broker.create_queue(
         "work", visibility_timeout=30, dead_letter_queue="dlq", max_receive_count=2
@@ -50,12 +47,17 @@ def test_spark_passes_and_both_engines_operations_make_one_history(broker, clock
     ]
 
 
-def test_dataframe_sends_claims_releases_and_expiry(spark, broker, clock):
+def test_spark_writes_make_a_history_dataframes_passes_and_fifo(spark, broker, clock):
+    """Spark's bulk send and DataFrame claim, its pass's release and expiry; and a FIFO queue
+    Spark numbers, received and deleted through Spark."""
     spark_broker = Broker(spark, broker.root, engine="spark", clock=clock)
     queue = spark_broker.create_queue("bulk", visibility_timeout=10, retention_seconds=60)
+    fifo = spark_broker.create_queue("spark.fifo", fifo=True, content_based_deduplication=True)
+    in_order = fifo.send("in order", group_id="g")
+    [message] = fifo.receive(1)
+    fifo.delete(message.receipt_handle)
     queue.send_df(spark.range(3).select(F.col("id").cast("string").alias("body")))
-    claimed = queue.receive_df(1).collect()
-    message_id = claimed[0].message_id
+    message_id = queue.receive_df(1).collect()[0].message_id
     clock.advance(11)
     assert spark_broker.redrive().released == 1
     clock.advance(60)
@@ -64,16 +66,7 @@ def test_dataframe_sends_claims_releases_and_expiry(spark, broker, clock):
     events = broker.get_queue("bulk").history(message_id)
 
     assert [e.kind for e in events] == ["sent", "received", "released", "expired"]
-
-
-def test_a_spark_numbered_fifo_queue_has_a_history(spark, broker, clock):
-    spark_broker = Broker(spark, broker.root, engine="spark", clock=clock)
-    fifo = spark_broker.create_queue("spark.fifo", fifo=True, content_based_deduplication=True)
-    message_id = fifo.send("in order", group_id="g")
-    [message] = fifo.receive(1)
-    fifo.delete(message.receipt_handle)
-
-    assert [e.kind for e in spark_broker.history("spark.fifo", message_id)] == [
+    assert [e.kind for e in spark_broker.history("spark.fifo", in_order)] == [
         "sent",
         "received",
         "deleted",

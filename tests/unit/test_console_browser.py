@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from sparkqueue import Broker
-from tests.browser import ARGS, chromium
+from tests.browser import ARGS
 from tests.processes import REPO, stop
 from tests.raw_http import ACCESS_KEY, SECRET_KEY
 
@@ -46,9 +46,9 @@ def console(tmp_path) -> Iterator[tuple[str, str]]:
 
 
 @pytest.fixture
-def page() -> Iterator[Page]:
+def page(chromium: str) -> Iterator[Page]:
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium(), args=ARGS)
+        browser = playwright.chromium.launch(executable_path=chromium, args=ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 860})
         dialogs: list[str] = []
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))

@@ -29,7 +29,6 @@ from tests.processes import run_here, stop
 from tests.unit.conftest import near_wall_clock
 from tests.unit.test_history import (  # noqa: F401 (collected here, on object storage)
     orders,
-    test_a_release_and_an_expiry_by_retention,
     test_a_whole_life_through_the_dead_letter_queue_and_back,
 )
 from tests.unit.test_native_engine import (  # noqa: F401
