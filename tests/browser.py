@@ -7,9 +7,11 @@ tests before the browser's, which run last among the unit tests."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 
 CHROMIUM = "/usr/bin/chromium"
 # Without the background-networking flags Chromium keeps dialling Google's hosts, which this
@@ -23,8 +25,10 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-INSTALL = "apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium"
-INSTALL_SECONDS = 900
+# Waiting for dpkg's lock rather than failing on it (another run, or the machine's own updates).
+APT = "apt-get -o DPkg::Lock::Timeout=300"
+INSTALL = f"{APT} update -qq && {APT} install -y -qq --no-install-recommends chromium"
+INSTALL_SECONDS = 540  # within pytest-timeout's 600 s for the test that waits
 
 
 class ChromiumInstall:
@@ -34,17 +38,32 @@ class ChromiumInstall:
         self._process: subprocess.Popen[bytes] | None = None
         if not os.path.exists(CHROMIUM):
             sudo = "" if os.geteuid() == 0 else f"{shutil.which('sudo') or 'sudo'} -n "
+            self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (the install outlives this call)
             self._process = subprocess.Popen(
-                ["bash", "-c", INSTALL.replace("apt-get", f"{sudo}apt-get")],
+                ["bash", "-c", INSTALL.replace("apt-get ", f"{sudo}apt-get ")],
                 env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stderr=self._errors,  # a file: no pipe to break when the run ends first
+                start_new_session=True,  # a Ctrl-C of the run does not cut dpkg short
             )
 
     def path(self) -> str:
         """Chromium's path once installed; AssertionError saying why if it could not be."""
         if self._process is not None:
-            _, errors = self._process.communicate(timeout=INSTALL_SECONDS)
-            assert self._process.returncode == 0, f"installing chromium failed: {errors[-2000:]!r}"
+            try:
+                self._process.wait(timeout=INSTALL_SECONDS)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"installing chromium took over {INSTALL_SECONDS} s") from None
+            self._errors.seek(0)
+            errors = self._errors.read()[-2000:]
+            assert self._process.returncode == 0, f"installing chromium failed: {errors!r}"
         assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing after its install"
         return CHROMIUM
+
+    def stop(self) -> None:
+        """At the run's end: an install still running (the run stopped before the browser
+        tests) is given a minute, then left to finish on its own; cut short, it would leave
+        dpkg half-done for every later install."""
+        if self._process is not None and self._process.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=60)

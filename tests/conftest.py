@@ -18,12 +18,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION in Path(item.path).parents:
             item.add_marker(pytest.mark.spark)
-    # The browser tests last among the unit tests (which come first): Chromium's install, begun
-    # at collection, has the time before them.
-    browser = [item for item in items if Path(item.path).name == BROWSER_TESTS]
-    rest = [item for item in items if Path(item.path).name != BROWSER_TESTS]
-    at = sum(1 for item in rest if INTEGRATION not in Path(item.path).parents)
-    items[:] = [*rest[:at], *browser, *rest[at:]]
+
+    # Unit tests first (they are JVM-free and quick), the browser tests last among them:
+    # Chromium's install, begun at collection, has the time before them.
+    def order(item: pytest.Item) -> int:
+        if INTEGRATION in Path(item.path).parents:
+            return 2
+        return 1 if Path(item.path).name == BROWSER_TESTS else 0
+
+    items.sort(key=order)  # stable: each group keeps its order
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -37,9 +40,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    run = session.config.stash.get(_CONNECT_RUN, None)
-    if run is not None:
-        run.stop()  # type: ignore[attr-defined]
+    for key in (_CONNECT_RUN, _CHROMIUM):
+        started = session.config.stash.get(key, None)
+        if started is not None:
+            started.stop()  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")

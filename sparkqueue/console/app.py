@@ -80,7 +80,15 @@ class Console:
 
     def refusal(self, method: str, target: str, headers: Headers) -> Reply | None:
         """The answer to a request refused from its head alone, before its body is read (a
-        client that may not use the console cannot make the server take one in); None: go on."""
+        client that may not use the console cannot make the server take one in); None: go on.
+        Never raises."""
+        try:
+            return self._refusal(method, target, headers)
+        except Exception:
+            log.exception("console request failed")
+            return _text(500, "the console failed on this request; see the server's log")
+
+    def _refusal(self, method: str, target: str, headers: Headers) -> Reply | None:
         host = headers.get("host") or ""
         if not self.sessions.sign_in_needed and not is_loopback(
             host, self.port, 443 if self.tls else 80
@@ -102,7 +110,7 @@ class Console:
         return None
 
     def _answer(self, method: str, target: str, headers: Headers, body: bytes) -> Reply:
-        refused = self.refusal(method, target, headers)
+        refused = self._refusal(method, target, headers)
         if refused is not None:
             return refused
         path = urlsplit(target).path
@@ -138,7 +146,10 @@ class Console:
         origin = headers.get("origin") or headers.get("referer")
         if origin is None:
             return True  # not a browser's form; the CSRF token still decides
-        sent = urlsplit(origin)
+        try:
+            sent = urlsplit(origin)
+        except ValueError:  # not a URL a browser sends
+            return False
         return sent.scheme == ("https" if self.tls else "http") and sent.netloc == host
 
     def _sign_in(

@@ -82,6 +82,7 @@ def queue_page(service: Service, name: str) -> dict[str, Any]:
         "attributes": queue.attributes,
         "stats": queue.stats(),
         "messages": [shown(row) for row in queue.peek(PEEKED, newest=True)],
+        "newest": not queue.attributes["fifo"],  # a FIFO queue's peek follows its groups' order
         "sources": service.sources_of(name),
     }
 

@@ -4,9 +4,9 @@ The rule is written once, on two successive states of the row (store/native_hist
 them): what changed between them is what happened. A receive raises the receive count, a change
 of visibility moves `visible_at` under the same handle, the redrive job's release drops the
 handle, a move marks the row (`moving:<token>:<queue>`, moves.py) before it leaves, and a row that
-leaves otherwise expired if its retention had run out by the commit's time (past_retention in
-conditions.py: the redrive job's clock is a wall clock, as the commit's), else was deleted (by its
-consumer, or a purge)."""
+leaves otherwise expired if its retention had run out by the commit's time and no consumer held it
+(past_retention in conditions.py; the redrive job's clock is a wall clock, as the commit's), else
+was deleted (by its consumer, or a purge)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def events(
     before: dict[str, Any] | None = None
     for state in states:
         row = _message(state.row)
-        if state.kept:
+        if state.kept and before is None:
             yield from _kept(queue, state, row, attrs)
         else:
             yield from _change(queue, state, before, row, attrs)
@@ -95,9 +95,13 @@ def _change(
 def _departure(
     queue: str, state: RowState, before: dict[str, Any], attrs: QueueAttributes
 ) -> Iterator[MessageEvent]:
+    """A row gone: moved (reported when marked), expired, or deleted. Expired: its retention had
+    run out by the commit's time and no consumer held it (a consumer's delete needs its current
+    handle; the redrive job releases expired receives before it removes what retention ended)."""
     if _move_destination(before) is not None:
         return  # `moved_out` when it was marked; this is the move's last step
-    if state.at >= before["sent_at"] + timedelta(seconds=attrs.retention_seconds):
+    past = state.at >= before["sent_at"] + timedelta(seconds=attrs.retention_seconds)
+    if past and before["receipt_handle"] is None:
         yield _event("expired", queue, state, before, sent_at=before["sent_at"])
     else:
         yield _event("deleted", queue, state, before)

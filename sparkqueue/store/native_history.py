@@ -75,9 +75,9 @@ def row_states(
         commits = [(v, at) for v, at in commits if at is None or at >= born - CLOCK_SKEW]
     if not commits:
         return
-    holding: set[str] = set()
+    holding: set[str] = set()  # the files the row was read in (never a guess)
     state: dict[str, Any] | None = None
-    gap = False  # an unreadable state before the first one read: that one is summarised
+    gap = False  # a state could not be read (its file vacuumed): the next one read is summarised
     first = commits[0][0]
     if first == oldest > 0:  # it may be older than the kept log: start from a checkpoint
         checkpoints = sorted(
@@ -86,11 +86,9 @@ def row_states(
         start = next((c for c in checkpoints if c + 1 >= oldest), None)
         if start is None:
             return  # neither the versions before nor a checkpoint to start from
-        try:
-            table = DeltaTable(uri, version=start, storage_options=storage_options)
-        except (DeltaError, OSError) as error:  # its checkpoint trimmed since the listing
-            raise LogTrimmed(start) from error
-        holding, state = _kept(files, table, message_id)
+        holding, state, gap = _kept(
+            files, _snapshot(uri, files, start, storage_options), message_id
+        )
         if state is not None:
             yield RowState(start, state["sent_at"], state, kept=True)
         first = start + 1
@@ -99,39 +97,60 @@ def row_states(
             actions = _actions(files, version)
         except FileNotFoundError:  # trimmed while we read: what it removed is unknown
             raise LogTrimmed(version) from None
-        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         removed = {unquote(a["remove"]["path"]) for a in actions if "remove" in a}
         if holding and not holding & removed:
             continue  # without deletion vectors a row changes only with its file rewritten
-        found: dict[str, Any] | None = None
-        added: set[str] = set()
-        unread: set[str] = set()
-        for add in (a["add"] for a in actions if "add" in a):
-            if not _may_hold(add, message_id):
-                continue
-            try:
-                row = _read_row(files, add, message_id)
-            except FileNotFoundError:  # vacuumed: this state is beyond reach, the next is not
-                unread.add(unquote(add["path"]))
-                continue
-            if row is not None:
-                found = row
-                added.add(unquote(add["path"]))
-        still = holding - removed
-        if found is None and unread:
-            holding = still | unread
-            gap = gap or state is None
-            continue
-        if found is None and (still or not holding & removed):
-            holding = still
-            continue  # untouched: its files stay, or none of them was removed
-        holding = still | added
-        if found == state:
-            continue  # rewritten as it was (compaction, another row's change in its file)
-        state = found
+        found, added, unread = _find(files, actions, message_id)
+        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         at = datetime.fromtimestamp(info.get("timestamp", 0) / 1000, UTC)
-        yield RowState(version, at, state, kept=gap and found is not None)
-        gap = False
+        if found is not None:
+            holding = (holding - removed) | added
+            if found != state:  # else rewritten as it was (compaction, another row's change)
+                state = found
+                yield RowState(version, at, state, kept=gap)
+                gap = False
+        elif unread:  # maybe in a file beyond reach: followed again once read again
+            holding -= removed
+            gap = True
+        elif holding and holding <= removed:
+            holding = set()
+            state = None
+            yield RowState(version, at, None)
+
+
+def _find(
+    files: fs.FileSystem, actions: list[dict[str, Any]], message_id: str
+) -> tuple[dict[str, Any] | None, set[str], set[str]]:
+    """The row as a commit's added files hold it, the files holding it, and the files that might
+    hold it but are gone (vacuumed)."""
+    found: dict[str, Any] | None = None
+    added: set[str] = set()
+    unread: set[str] = set()
+    for add in (a["add"] for a in actions if "add" in a):
+        if not _may_hold(add, message_id):
+            continue
+        try:
+            row = _read_row(files, add, message_id)
+        except FileNotFoundError:
+            unread.add(unquote(add["path"]))
+            continue
+        if row is not None:
+            found = row
+            added.add(unquote(add["path"]))
+    return found, added, unread
+
+
+def _snapshot(
+    uri: str, files: fs.FileSystem, version: int, storage_options: Mapping[str, str] | None
+) -> DeltaTable:
+    """The table at a checkpoint's version; LogTrimmed if the checkpoint went since the listing."""
+    try:
+        return DeltaTable(uri, version=version, storage_options=storage_options)
+    except (DeltaError, OSError):
+        listed = files.get_file_info(fs.FileSelector(LOG))
+        if any(_CHECKPOINT.match(i.base_name) and int(i.base_name[:20]) == version for i in listed):
+            raise  # still there: a failure of its own (credentials, the store), said as it is
+        raise LogTrimmed(version) from None
 
 
 def _sent_time(message_id: str) -> datetime | None:
@@ -159,12 +178,14 @@ def _actions(files: fs.FileSystem, version: int) -> list[dict[str, Any]]:
 
 def _kept(
     files: fs.FileSystem, table: DeltaTable, message_id: str
-) -> tuple[set[str], dict[str, Any] | None]:
-    """The files holding the row at a checkpoint's version, and the row."""
+) -> tuple[set[str], dict[str, Any] | None, bool]:
+    """The files holding the row at a checkpoint's version, the row, and whether a file that
+    might hold it is gone (vacuumed)."""
     adds = pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=True)).read_all()
     names = adds.column_names
     holding: set[str] = set()
     state = None
+    gone = False
     for add in adds.to_pylist():
         low, high = add.get("min.message_id"), add.get("max.message_id")
         if low is not None and high is not None and not str(low) <= message_id <= str(high):
@@ -173,11 +194,12 @@ def _kept(
         try:
             row = _read_row(files, {"path": add["path"], "partitionValues": values}, message_id)
         except FileNotFoundError:
+            gone = True
             continue
         if row is not None:
             holding.add(unquote(add["path"]))
             state = row
-    return holding, state
+    return holding, state, gone and state is None
 
 
 def _may_hold(add: Mapping[str, Any], message_id: str) -> bool:

@@ -29,7 +29,7 @@ from deltalake import (
 from deltalake.exceptions import DeltaProtocolError, TableNotFoundError
 from deltalake.fs import DeltaStorageHandler
 
-from ..errors import UnsupportedOperation
+from ..errors import TransactionConflict, UnsupportedOperation
 from ..limits import COMPACTED_FILE_BYTES
 from ..rules.expr import Expr, col
 from .counts import Counts
@@ -46,8 +46,8 @@ from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-_SOURCE = "s"
-HISTORY_READ_ATTEMPTS = 3  # a trim lands once a pass (a minute): a third read finds it done  # a MERGE's source alias; the target's is "t"
+_SOURCE = "s"  # a MERGE's source alias; the target's is "t"
+HISTORY_READ_ATTEMPTS = 3  # a trim lands once a pass (a minute): a third read finds it done
 
 
 class NativeTables:
@@ -321,10 +321,13 @@ class NativeTables:
     def row_states(self, address: str, message_id: str) -> list[RowState]:
         """One message's row through the table's kept versions (native_history.py), read again
         when the log's oldest end was trimmed under the reading."""
-        for _ in range(HISTORY_READ_ATTEMPTS - 1):
+        for _ in range(HISTORY_READ_ATTEMPTS):
             with contextlib.suppress(LogTrimmed):
                 return list(row_states(self._uri(address), message_id, self._options))
-        return list(row_states(self._uri(address), message_id, self._options))
+        raise TransactionConflict(
+            f"the log of {address} was trimmed under {HISTORY_READ_ATTEMPTS} readings in a row;"
+            " read the history again"
+        )
 
     def footprint(self, address: str) -> tuple[int, int]:
         files = self.open(address).get_add_actions(flatten=True)

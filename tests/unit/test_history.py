@@ -111,6 +111,18 @@ def test_a_release_and_an_expiry_by_retention(broker, clock):
     assert events[-1].at >= events[-1].detail["sent_at"] + timedelta(seconds=60)
 
 
+def test_a_consumers_delete_after_the_retention_ran_out_is_a_deletion(broker, clock):
+    """Held by its consumer when its retention ended, then deleted with its handle before any
+    pass removed it: the consumer deleted it (a review found this called an expiry)."""
+    queue = broker.create_queue("short", retention_seconds=60)
+    message_id = queue.send("late")
+    [message] = queue.receive(1, visibility_timeout=600)
+    clock.advance(61)
+    queue.delete(message.receipt_handle)
+
+    assert [e.kind for e in queue.history(message_id)] == ["sent", "received", "deleted"]
+
+
 def test_fifo_deletes_and_purges_are_deletions(broker):
     fifo = broker.create_queue("jobs.fifo", fifo=True, content_based_deduplication=True)
     kept = fifo.send("one", group_id="g")
