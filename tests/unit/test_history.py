@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,7 +18,7 @@ from sparkqueue.engine import rounds
 from sparkqueue.errors import InvalidParameterValue, QueueDoesNotExist
 from sparkqueue.rules import handles
 from sparkqueue.store import native_history
-from sparkqueue.store.logtrim import trim_log
+from sparkqueue.store.logtrim import trim_log, trim_table_log
 from sparkqueue.testing import FakeClock
 from tests.processes import run_here
 from tests.unit.conftest import near_wall_clock
@@ -236,3 +237,47 @@ def test_the_command_line_prints_a_history_as_json(broker, orders, tmp_path):
          "--root", root, "--json"], 60,
     )  # fmt: skip
     assert json.loads(missing.stdout) == []
+
+
+def test_histories_read_while_consumers_work_and_the_log_is_trimmed(broker, orders):
+    """Real threads: consumers receive and delete, a trimmer checkpoints and trims the log as
+    the redrive pass does, and a reader reads a history all the while. Every reading is whole:
+    it starts with the arrival and has at most one departure, at its end (or, once the log is
+    trimmed past the departure, nothing is left to tell)."""
+    ids = orders.send_batch([f"m{i}" for i in range(40)])
+    location = broker.context.record("orders").location
+    done = threading.Event()
+    readings: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def consume() -> None:
+        while messages := orders.receive(2, visibility_timeout=600):
+            orders.delete_batch([m.receipt_handle for m in messages])
+
+    def trim() -> None:  # as the redrive pass does: under the commit lock, with none in flight
+        while not done.is_set():
+            DeltaTable(location).create_checkpoint()
+            trim_table_log(broker.context.tables.layout, location, 0)
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                readings.append([e.kind for e in orders.history(ids[-1])])
+        except BaseException as error:
+            errors.append(error)
+
+    workers = [threading.Thread(target=consume) for _ in range(2)]
+    others = [threading.Thread(target=trim), threading.Thread(target=read)]
+    for thread in workers + others:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    done.set()
+    for thread in others:
+        thread.join()
+
+    assert errors == [] and any(readings)
+    for kinds in readings:
+        assert kinds[:1] in ([], ["sent"])
+        assert "deleted" not in kinds[:-1]
+    assert [e.kind for e in orders.history(ids[-1])][-1:] in ([], ["deleted"])
