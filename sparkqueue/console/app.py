@@ -64,6 +64,9 @@ class Console:
             loader=PackageLoader("sparkqueue.console", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
         )
+        self.routes = [  # built once: each request only matches
+            (method, re.compile(pattern), handler) for method, pattern, handler in self._routes()
+        ]
 
     @staticmethod
     def serves(target: str) -> bool:
@@ -172,8 +175,9 @@ class Console:
         return _redirect(PREFIX + "/", cookie=set_cookie(opened, self.tls))
 
     def _route(self, call: Call) -> Reply:
-        for method, pattern, handler in self._routes():
-            found = re.fullmatch(pattern, "/".join(call.parts))
+        path = "/".join(call.parts)
+        for method, pattern, handler in self.routes:
+            found = pattern.fullmatch(path)
             if method == call.method and found:
                 try:
                     return handler(call, *found.groups())
