@@ -35,6 +35,9 @@ RANGES: dict[str, tuple[int, int]] = {
     "receive_wait_time_seconds": (0, MAX_WAIT_SECONDS),
 }
 IMMUTABLE = frozenset({"fifo", "shards", "created_at"})
+# SQS's RedriveAllowPolicy: who may name a queue as their dead-letter queue.
+REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
+MAX_REDRIVE_SOURCES = 10
 MAX_TAGS = 50
 MAX_TAG_KEY_LENGTH = 128
 MAX_TAG_VALUE_LENGTH = 256
@@ -83,8 +86,8 @@ class QueueAttributes:
             check_queue_name(self.dead_letter_queue)
         if self.content_based_deduplication and not self.fifo:
             raise InvalidParameterValue("content_based_deduplication applies to FIFO queues only")
-        if self.redrive_allow_policy is not None and not isinstance(self.redrive_allow_policy, str):
-            raise InvalidParameterValue("redrive_allow_policy must be a JSON str or None")
+        if self.redrive_allow_policy is not None:
+            _redrive_sources(self.redrive_allow_policy)
         _check_tags(self.tags)
         if not isinstance(self.sqs_metadata, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.sqs_metadata.items()
@@ -140,3 +143,44 @@ def _check_tags(tags: object) -> None:
                 f"tag {key[:40]!r}: keys are 1 to {MAX_TAG_KEY_LENGTH} characters, values at most"
                 f" {MAX_TAG_VALUE_LENGTH}"
             )
+
+
+def _redrive_sources(policy: object) -> frozenset[str] | None:
+    """The queue names a RedriveAllowPolicy JSON lets in (None: any); checked as SQS checks
+    it: a JSON object whose redrivePermission is allowAll, denyAll, or byQueue with 1 to 10
+    sourceQueueArns (queue ARNs, or names)."""
+    expected = (
+        'a JSON object such as {"redrivePermission": "byQueue", "sourceQueueArns":'
+        ' ["arn:aws:sqs:us-east-1:000000000000:orders"]}: redrivePermission one of'
+        f" {list(REDRIVE_PERMISSIONS)}, and 1 to {MAX_REDRIVE_SOURCES} sourceQueueArns with"
+        " byQueue only"
+    )
+    try:
+        document = json.loads(policy) if isinstance(policy, str) else None
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        raise InvalidParameterValue(f"redrive_allow_policy must be {expected}")
+    permission, arns = document.get("redrivePermission"), document.get("sourceQueueArns")
+    by_queue = permission == "byQueue"
+    valid_arns = (
+        isinstance(arns, list)
+        and 1 <= len(arns) <= MAX_REDRIVE_SOURCES
+        and all(isinstance(arn, str) and arn for arn in arns)
+    )
+    wrong_sources = not valid_arns if by_queue else bool(arns)
+    if permission not in REDRIVE_PERMISSIONS or wrong_sources:
+        raise InvalidParameterValue(f"redrive_allow_policy must be {expected}; got {policy!r:.200}")
+    if permission == "allowAll":
+        return None
+    return frozenset(arn.rsplit(":", 1)[-1] for arn in arns) if by_queue else frozenset()
+
+
+def takes_dead_letters_from(redrive_allow_policy: str | None, source: str) -> bool:
+    """Whether a queue with this RedriveAllowPolicy lets the queue `source` name it as its
+    dead-letter queue. Sources are compared by queue name (the last part of each ARN, or a bare
+    name) whatever region an ARN names: one root (one endpoint) is one namespace of queues."""
+    if redrive_allow_policy is None:
+        return True
+    sources = _redrive_sources(redrive_allow_policy)
+    return sources is None or source in sources

@@ -260,7 +260,8 @@ def _native_tables(
     (or "auto"), and under an explicit "spark" still the writer of the FIFO tables it numbers on a
     local root. On object storage a broker with a Spark session keeps to Spark: nothing there
     would make the two engines' commits take turns, as the commit lock does on a local disk."""
-    from .store.native_tables import NativeTables, is_native_root
+    from .store.native_tables import NativeTables
+    from .store.tables import is_native_root
 
     if not is_native_root(layout):
         if engine == "native" or storage is None:

@@ -72,9 +72,11 @@ class QueueRedrive:
 
 @dataclass(frozen=True)
 class RedriveReport:
-    """One pass of the redrive job: counts per queue and in total."""
+    """One pass of the redrive job: counts per queue and in total, and the queues whose part
+    failed (name -> the error), which the next pass tries again."""
 
     queues: dict[str, QueueRedrive] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
 
     @property
     def moved_to_dead_letter(self) -> int:

@@ -60,7 +60,10 @@ def redrive(
         with render.working("running a redrive pass", as_json=as_json):
             report = broker.redrive(queue, settings=settings)
         rows = [dataclasses.asdict(result) for result in report.queues.values()]
+        rows += [{"queue": name, "failed": error} for name, error in report.failed.items()]
         render.show(rows, as_json=as_json, title="redrive pass")
+        if report.failed:  # the others were done; a script still learns that one was not
+            raise typer.Exit(render.EXIT_PASS_FAILED)
         return
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -24,6 +24,7 @@ from ..errors import QueueDoesNotExist, QueueError, SchemaDoesNotExist, Transact
 EXIT_NOT_FOUND = 3
 EXIT_BAD_INPUT = 4
 EXIT_CONFLICT = 5
+EXIT_PASS_FAILED = 6  # a redrive pass did every queue but one or more, which it names
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)

@@ -8,7 +8,7 @@ import binascii
 from collections.abc import Callable
 from typing import Any
 
-from ..attributes import MAX_TAGS
+from ..attributes import MAX_TAGS, takes_dead_letters_from
 from ..errors import InvalidParameterValue
 from ..limits import MAX_MESSAGE_BYTES
 from ..queue import Queue
@@ -249,7 +249,7 @@ def _check_dead_letter_target(request: Request, name: str, keywords: dict[str, A
     if dead_letters is None:
         raise SqsFault("InvalidParameterValue", f"the dead-letter queue {target!r} does not exist")
     policy = dead_letters.attributes["redrive_allow_policy"]
-    if not settings.allows_source(policy, request.service.naming.arn(name)):
+    if not takes_dead_letters_from(policy, name):
         raise SqsFault(
             "InvalidParameterValue",
             f"the RedriveAllowPolicy of {target!r} does not let {name!r} use it as its dead-letter queue",

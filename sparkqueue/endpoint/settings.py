@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..attributes import RANGES
+from ..attributes import MAX_REDRIVE_SOURCES, RANGES, REDRIVE_PERMISSIONS
 from ..limits import MAX_KMS_REUSE_SECONDS, MAX_POLICY_CHARACTERS, MIN_KMS_REUSE_SECONDS
 from ..model import QueueStats
 from .faults import SqsFault
@@ -43,8 +43,6 @@ COUNTS = (
     "ApproximateNumberOfMessagesDelayed",
 )
 READABLE = (*SETTABLE, *COUNTS, "QueueArn", "CreatedTimestamp", "LastModifiedTimestamp")
-REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
-MAX_REDRIVE_SOURCES = 10
 MAX_KMS_KEY_ID = 2048
 
 
@@ -135,17 +133,6 @@ def to_sqs(
         counts = (depth.visible, depth.in_flight, depth.delayed)
         values.update(zip(COUNTS, map(str, counts), strict=True))
     return {key: value for key, value in values.items() if key in wanted}
-
-
-def allows_source(policy: str | None, source_arn: str) -> bool:
-    """Whether a dead-letter queue with this RedriveAllowPolicy takes messages from `source_arn`."""
-    if policy is None:
-        return True
-    document = json.loads(policy)
-    permission = document["redrivePermission"]
-    return permission == "allowAll" or (
-        permission == "byQueue" and source_arn in document.get("sourceQueueArns", [])
-    )
 
 
 def _whole_number(name: str, text: str, low: int, high: int) -> int:

@@ -1,5 +1,5 @@
-"""Deleting received messages by receipt handle, one or a batch (a whole DataFrame of them:
-acknowledge_df.py).
+"""Deleting messages: received ones by receipt handle, one or a batch (a whole DataFrame of them:
+acknowledge_df.py), and any that meet a rule (a purge, retention: `retire_where`).
 
 Only a row that still holds the given handle is deleted (FIFO: turned into a deduplication
 tombstone); a handle superseded by a later receive or a release deletes nothing.
@@ -7,11 +7,24 @@ tombstone); a handle superseded by a later receive or a release deletes nothing.
 
 from __future__ import annotations
 
-from ..rules.expr import col
+from ..rules.expr import Expr, col
 from ..rules.handles import HandleRef
 from ..store.registry import QueueRecord
+from ..store.statements import Tables
+from . import fifo_queue
 from .conditions import retire
 from .context import QueueContext
+
+
+def retire_where(
+    ctx: QueueContext, tables: Tables, record: QueueRecord, rule: Expr, what: str
+) -> int:
+    """Lets go of every message meeting `rule`, as its own transaction through `tables`; how
+    many. A standard queue deletes them; a FIFO queue leaves tombstones of its accepted sends
+    and never of a duplicate (fifo_queue.retire says why)."""
+    if record.attributes.fifo:
+        return fifo_queue.retire(ctx, record, rule, what)
+    return tables.change_where(record.location, rule, what)
 
 
 def delete_refs(ctx: QueueContext, record: QueueRecord, refs: list[HandleRef]) -> set[str]:
@@ -42,3 +55,27 @@ def present(ctx: QueueContext, record: QueueRecord, shards: list[int], ids: list
         record.location, ["message_id"], col("shard").isin(shards) & col("message_id").isin(ids)
     )
     return {row.message_id for row in rows}
+
+
+def stale_beside(ctx: QueueContext, record: QueueRecord, refs: dict[str, HandleRef]) -> list[str]:
+    """Of several handles a batch gives for one message, those the message does not hold now
+    (all but one of them, also when it holds none: that one's delete then finds it superseded,
+    or the message gone). Read only when a batch names a message twice."""
+    by_message: dict[str, list[str]] = {}
+    for handle, ref in refs.items():
+        by_message.setdefault(ref.message_id, []).append(handle)
+    repeated = {message_id: found for message_id, found in by_message.items() if len(found) > 1}
+    if not repeated:
+        return []
+    rows = ctx.tables_for(record).select(
+        record.location,
+        ["message_id", "receipt_handle"],
+        col("shard").isin([refs[found[0]].shard for found in repeated.values()])
+        & col("message_id").isin(list(repeated)),
+    )
+    holds = {row.message_id: row.receipt_handle for row in rows}
+    stale = []
+    for message_id, found in repeated.items():
+        kept = holds.get(message_id) if holds.get(message_id) in found else found[0]
+        stale += [handle for handle in found if handle != kept]
+    return stale

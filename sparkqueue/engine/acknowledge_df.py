@@ -24,7 +24,7 @@ def delete_df(ctx: QueueContext, name: str, df: DataFrame) -> BatchResult:
     The very DataFrame a standard queue's `receive_df` returned is deleted by its claim, with no
     join (see ranges.py); any other goes handle by handle."""
     record = ctx.record(name)
-    claim = ranges.claim_of(df, record.location)
+    claim = ranges.claim_of(ctx.range_claims, df, record.location)
     if claim is not None:
         return _delete_claim(ctx, record, df, claim)
     parsed = (

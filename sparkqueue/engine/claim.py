@@ -10,11 +10,10 @@ queue the UPDATE fails whole if any claimed row changed, so that no group is eve
 from __future__ import annotations
 
 import random
-import time
 from datetime import datetime
 
 from ..attributes import QueueAttributes
-from ..limits import DEEP_SHARD_ROWS, DEPTH_CHECK_SECONDS
+from ..limits import DEEP_SHARD_ROWS
 from ..model import Message
 from ..rules import handles
 from ..rules.expr import Call, Expr, any_of, coalesce, col, lit
@@ -23,7 +22,6 @@ from ..store.statements import Row
 from . import fifo_queue
 from .conditions import claimable, in_flight
 from .context import QueueContext
-from .inflight import gauge
 
 COLLECTED = ("shard", "message_id", "body", "attributes", "group_id", "deduplication_id",
              "sequence_number", "receive_count", "attribute_types", "sent_at",
@@ -35,7 +33,7 @@ def claim(
 ) -> list[Message]:
     """One claim transaction (retried on conflicts) within the queue's in-flight limit."""
     attrs = record.attributes
-    in_flight = gauge(record.location, attrs.fifo)
+    in_flight = ctx.in_flight.of(record.location, attrs.fifo)
 
     def attempt() -> list[Message]:
         now = ctx.now()
@@ -82,8 +80,8 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     """Visible messages to try, oldest first, preferring one random shard so receivers rarely
     collide (callers of one broker share rounds and never do).
 
-    On a deep queue (one shard held DEEP_SHARD_ROWS more than wanted at the last look of this
-    process) only that shard is read, and the read stops at the rows it needs (roughly its
+    On a deep queue (one shard held DEEP_SHARD_ROWS more than wanted at the broker's last look:
+    `QueueContext.depths`) only that shard is read, and the read stops at the rows it needs (roughly its
     oldest: files are read in the order they were written): ~0.3 s on a 300,000-message backlog
     against ~0.7-1 s for every visible row. Otherwise one query takes the queue's oldest visible
     rows, which is cheap on a shallow queue.
@@ -95,43 +93,20 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     visible = claimable(now, attrs)
     first = random.randrange(attrs.shards)
     in_first = visible & (col("shard") == first)
-    if is_deep(location):  # the first rows of one shard: its files in write order
+    depths = ctx.depths
+    if depths.is_deep(location):  # the first rows of one shard: its files in write order
         found = tables.select(location, COLLECTED, in_first, limit=wanted)
         if len(found) < wanted:
-            mark_deep(location, False)
+            depths.mark(location, False)
             others = visible & (col("shard") != first)
             found += tables.select(location, COLLECTED, others, limit=wanted - len(found))
     else:  # the oldest of the queue; a full answer asks whether one shard would have done
         found = tables.select(location, COLLECTED, visible, order_by=["message_id"], limit=wanted)
-        if len(found) == wanted and depth_due(location):
+        if len(found) == wanted and depths.due(location):
             deep = wanted + DEEP_SHARD_ROWS
             in_shard = tables.select(location, ["message_id"], in_first, limit=deep)
-            mark_deep(location, len(in_shard) == deep)
+            depths.mark(location, len(in_shard) == deep)
     return sorted(found, key=lambda row: row.message_id)  # ids sort by send time: oldest first
-
-
-# Per queue table: whether this process's last candidate read found enough in one shard, and
-# when a shallow read last asked (at most every DEPTH_CHECK_SECONDS: the question costs a job).
-_deep: dict[str, bool] = {}
-_depth_asked: dict[str, float] = {}
-
-
-def depth_due(location: str) -> bool:
-    """Whether a shallow read should ask again if one shard would do (and notes that it does)."""
-    now = time.monotonic()
-    if now - _depth_asked.get(location, -DEPTH_CHECK_SECONDS) < DEPTH_CHECK_SECONDS:
-        return False
-    _depth_asked[location] = now
-    return True
-
-
-def is_deep(location: str) -> bool:
-    """Whether one shard of this queue was enough for the last claim (then read it alone)."""
-    return _deep.get(location, False)
-
-
-def mark_deep(location: str, deep: bool) -> None:
-    _deep[location] = deep
 
 
 def _claim_rows(
@@ -164,7 +139,12 @@ def _claim_rows(
 
 
 def still_claimable(found: list[Row], now: datetime, attrs: QueueAttributes) -> Expr:
-    """Candidates still as they were read (no receive since) and still claimable now.
+    """Candidates still as they were read (no receive since) and still claimable now."""
+    return as_read(found) & claimable(now, attrs)
+
+
+def as_read(found: list[Row]) -> Expr:
+    """Rows received no more times than when they were read.
 
     The ids are grouped by the receive count they were read with (usually one or two groups):
     plain comparisons, because delta-rs re-plans a commit's predicate to check it against the
@@ -172,10 +152,9 @@ def still_claimable(found: list[Row], now: datetime, attrs: QueueAttributes) -> 
     by_count: dict[int, list[str]] = {}
     for row in found:
         by_count.setdefault(row.receive_count, []).append(row.message_id)
-    as_read = any_of(
+    return any_of(
         [(col("receive_count") == n) & col("message_id").isin(ids) for n, ids in by_count.items()]
     )
-    return as_read & claimable(now, attrs)
 
 
 def unless_stale(still_valid: Expr, value: Expr) -> Expr:

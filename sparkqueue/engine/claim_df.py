@@ -20,15 +20,16 @@ from ..model import MESSAGE_FIELDS
 from ..rules import handles
 from ..rules.expr import col
 from ..store.dml import in_list
+from ..store.native_fifo import FULLEST
 from ..store.registry import QueueRecord
 from ..store.schema import CLAIMS_PARTITIONING, QUEUE_TABLE_PROPERTIES
 from ..store.spark_exprs import to_column
 from ..store.spark_schema import CLAIMS_SCHEMA
-from . import fifo, ranges
-from .claim import claim_values, count_in_flight, is_deep, mark_deep
+from . import ranges
+from .claim import claim_values, count_in_flight
 from .conditions import claimable
 from .context import QueueContext
-from .inflight import gauge
+from .fifo_queue import FifoSnapshot
 from .merges import claim_update, keyed_merge
 from .ranges import RangeClaim
 
@@ -54,7 +55,7 @@ def receive_df(
         properties=QUEUE_TABLE_PROPERTIES,
     )
     attrs = record.attributes
-    in_flight = gauge(record.location, attrs.fifo)
+    in_flight = ctx.in_flight.of(record.location, attrs.fifo)
     seconds = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
 
     def attempt() -> _Claim:
@@ -88,7 +89,9 @@ def receive_df(
     frame = storage.read(claims_table).where(F.col("claim_id") == claim.token)
     frame = frame.select(*MESSAGE_FIELDS)
     by_range = claim.by_range
-    return ranges.remember(frame, by_range) if by_range is not None and by_range.count else frame
+    if by_range is not None and by_range.count:
+        ctx.range_claims[frame] = by_range  # delete_df of this very frame deletes by its claim
+    return frame
 
 
 class _Claim:
@@ -181,7 +184,7 @@ class _Claim:
         visible = self.ctx.read(record).where(to_column(claimable(self.now, attrs)))
         first = random.randrange(attrs.shards)
         bounds: dict[int, tuple[str, int]] = {}
-        if is_deep(record.location):
+        if self.ctx.depths.is_deep(record.location):
             in_first = visible.where(F.col("shard") == first).orderBy("message_id")
             bounds = self._stage_lowest(in_first, [first], wanted)
             visible = visible.where(F.col("shard") != first)
@@ -190,7 +193,7 @@ class _Claim:
             nearness = F.pmod(F.col("shard") - first, F.lit(attrs.shards))
             ordered = visible.orderBy(nearness, "message_id")
             bounds |= self._stage_lowest(ordered, list(range(attrs.shards)), remaining)
-        mark_deep(record.location, bounds.get(first, ("", 0))[1] == wanted)
+        self.ctx.depths.mark(record.location, bounds.get(first, ("", 0))[1] == wanted)
         claim = RangeClaim(
             record.location,
             self.token,
@@ -220,7 +223,9 @@ class _Claim:
     def _groups(self, wanted: int) -> None:
         """A FIFO claim: group prefixes staged, then one MERGE that fails whole if any changed."""
         ctx, record = self.ctx, self.record
-        prefixes = fifo.deliverable(ctx.read(record), self.now, record.attributes, self.token)
+        snapshot = FifoSnapshot(ctx, record, in_spark=True)
+        ok = claimable(self.now, record.attributes)
+        prefixes = snapshot.deliverable(now=self.now, ok=ok, order=FULLEST, salt=self.token)
         self._stage(prefixes.limit(wanted), [])
         claimed = ctx.storage.read(self.claims_table).where(F.col("claim_id") == self.token)
         per_shard = claimed.groupBy("shard").count().collect()

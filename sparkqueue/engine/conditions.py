@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from ..attributes import QueueAttributes
 from ..limits import TOMBSTONE_LIFETIME
 from ..rules.expr import Expr, coalesce, col, lit, micros, null, timestamp_of_micros
+from ..rules.handles import MOVE_MARKER_PREFIX
 
-MOVE_MARKER_PREFIX = "moving:"
 # Tombstones live in this partition: emptied rows of deleted FIFO messages (their deduplication ids
 # still count for a while) and of batches the worker loop finished; the redrive job drops them.
 TOMBSTONE_SHARD = -1
@@ -18,6 +18,12 @@ TOMBSTONE_SHARD = -1
 def all_shards(attrs: QueueAttributes) -> list[int]:
     """Every partition of a queue's table: its shards and the tombstones'."""
     return [*range(attrs.shards), TOMBSTONE_SHARD]
+
+
+def not_duplicate(duplicates: list[str]) -> Expr:
+    """Rows other than these never-delivered FIFO duplicates (judged by rules/deduplication.py
+    on the very rows read: fifo_queue.FifoSnapshot)."""
+    return ~col("message_id").isin(duplicates)
 
 
 def is_message() -> Expr:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, read_clock
 from ..errors import QueueDoesNotExist, UnsupportedOperation
 from ..store.registry import QueueRecord, Registry
 from ..store.statements import Tables
+from .depths import ShardDepths
 from .group import CommitGroups
 from .handout import Handouts
+from .inflight import InFlightGauges
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -41,6 +44,14 @@ class QueueContext:
     commits: CommitGroups = field(default_factory=CommitGroups, compare=False, repr=False)
     # Likewise: how long claim statements take, so a visibility timeout runs from the handout.
     handouts: Handouts = field(default_factory=Handouts, compare=False, repr=False)
+    # Likewise: each queue's in-flight gauge (OverLimit), and whether it is deep (claim.py).
+    in_flight: InFlightGauges = field(default_factory=InFlightGauges, compare=False, repr=False)
+    depths: ShardDepths = field(default_factory=ShardDepths, compare=False, repr=False)
+    # Likewise: the DataFrames receive_df returned, by the range claim each holds (ranges.py);
+    # weak, so they go with the frames.
+    range_claims: weakref.WeakKeyDictionary[Any, Any] = field(
+        default_factory=weakref.WeakKeyDictionary, compare=False, repr=False
+    )
 
     @property
     def storage(self) -> Storage:
@@ -112,16 +123,21 @@ class QueueContext:
         return read_clock(self.clock)
 
     def record(self, name: str, *, fresh: bool = False) -> QueueRecord:
+        if self.native is not None:  # first, before a forked child meets a lock or a round
+            from ..store.native_process import check_process
+
+            check_process()
         record = self.registry.get(name, fresh=fresh)
         if record is None:
             raise QueueDoesNotExist(f"queue {name!r} does not exist in {self.tables.layout}")
         return record
 
-    def read(self, record: QueueRecord) -> DataFrame:
-        """The queue's table in Spark; FIFO tables with each row's sequence number."""
-        from . import fifo
+    def read(self, record: QueueRecord, *, version: int | None = None) -> DataFrame:
+        """The queue's table in Spark (at `version`, or its latest); FIFO tables with each row's
+        sequence number."""
+        from ..store.spark_tables import numbered_by_row_id
 
-        table = self.storage.read(record.location)
+        table = self.storage.read(record.location, version=version)
         if not record.attributes.fifo:
             return table
-        return table if self.sequenced(record) else fifo.numbered_by_row_id(table)
+        return table if self.sequenced(record) else numbered_by_row_id(table)

@@ -20,48 +20,40 @@ How the rules map onto Delta:
   began) a guard in the claim's UPDATE (`receive`) or MERGE (`receive_df`) finds a claimed row
   changed since it was read and fails the whole statement, which then commits nothing and is
   retried on a fresh read. A group is never half-claimed.
-- Deduplication (rules/deduplication.py states the rule; `with_duplicates_flagged` renders it
-  over a whole table). A duplicate is never delivered, never counted, and removed by the redrive
-  job. Deleting or moving a FIFO message leaves a tombstone (the row, emptied, in shard -1) so
-  its id still deduplicates for the rest of the window. Because the check happens when reading,
-  two producers sending the same id at the same moment still yield one delivery.
+- Deduplication: rules/deduplication.py's rule, in Python, over the few rows that share a
+  deduplication id, read from the same version as the rows it judges (`pinned`,
+  `duplicates_in`; the native engine reads the same rows itself). A duplicate is never
+  delivered, never counted, never turned into a tombstone, and removed by the redrive job.
+  Deleting, moving, purging or expiring an accepted FIFO message leaves a tombstone (the row,
+  emptied, in shard -1) so its id still deduplicates for the rest of the window (`retire`).
+  Because the check happens when reading, two producers sending the same id at the same moment
+  still yield one delivery.
 """
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..attributes import QueueAttributes
-from ..limits import DEDUPLICATION_WINDOW
 from ..model import SentMessage
-from ..rules.deduplication import DEDUPLICATION_COLUMNS, sent_answers
+from ..rules.deduplication import DEDUPLICATION_COLUMNS, duplicates, sent_answers
 from ..rules.expr import Expr
-from ..store.dml import in_list
-from ..store.native_fifo import append_in_sequence
+from ..store.native_fifo import FULLEST, OLDEST, append_in_sequence
 from ..store.native_fifo import home_shard as group_shard
 from ..store.registry import QueueRecord
 from ..store.schema import MESSAGE_COLUMNS
 from ..store.spark_exprs import to_column
-from ..store.spark_tables import aggregate_frame, collect_rows
-from ..store.statements import Row
-from ..store.storage import Storage
-from .conditions import alive, claimable, in_flight, is_message
+from ..store.spark_tables import collect_rows
+from .conditions import not_duplicate
 
 if TYPE_CHECKING:
     from ..store.native_tables import NativeTables
+    from .context import QueueContext
 
 ENTRY_ORDER = "_entry"  # a send's own row order, used once to lay its rows out in the file
-
-
-def numbered_by_row_id(table: DataFrame) -> DataFrame:
-    """A row-tracking FIFO table with each row's sequence number: its Delta row id."""
-    return table.withColumn("sequence_number", F.col("_metadata.row_id"))
 
 
 def home_shard(attrs: QueueAttributes) -> Column:
@@ -84,47 +76,36 @@ def in_entry_order(rows: DataFrame) -> DataFrame:
     return rows.coalesce(1).sortWithinPartitions("shard", ENTRY_ORDER).drop(ENTRY_ORDER)
 
 
-def with_duplicates_flagged(table: DataFrame) -> DataFrame:
-    """Adds `duplicate` and `original_id` (the accepted message it repeats, null for a row a
-    move copied in) to a table with sequence numbers: rules/deduplication.py's rule, each send
-    replaying its id's short history in sequence order (ties broken by message id)."""
-    sent = F.col("moved_from").isNull()
-    history = F.collect_list(
-        F.when(
-            sent, F.struct(F.unix_micros("sent_at").alias("sent"), F.col("message_id").alias("id"))
-        )
-    ).over(
-        Window.partitionBy("deduplication_id")
-        .orderBy("sequence_number", "message_id")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    window_us = _micros(DEDUPLICATION_WINDOW)
-    accepted = F.aggregate(
-        history,
-        F.struct(F.lit(None).cast("long").alias("sent"), F.lit(None).cast("string").alias("id")),
-        lambda last, row: F.when(
-            last["sent"].isNull() | (row["sent"] - last["sent"] >= window_us), row
-        ).otherwise(last),
-    )["id"]
-    return table.withColumn("original_id", F.when(sent, accepted)).withColumn(
-        "duplicate",
-        sent
-        & F.col("deduplication_id").isNotNull()
-        & (F.col("original_id") != F.col("message_id")),
-    )
+def pinned(ctx: QueueContext, record: QueueRecord) -> DataFrame:
+    """The queue's table at its latest version, fixed: every read of the frame sees that very
+    version (with each row's sequence number), so duplicates judged on it are judged on the
+    rows read."""
+    storage = ctx.storage
+    return ctx.read(record, version=storage.version(record.location))
 
 
-def deliverable(table: DataFrame, now: datetime, attrs: QueueAttributes, salt: str) -> DataFrame:
-    """What a FIFO receive may claim: group prefixes, ordered so any limit keeps them prefixes.
+def duplicates_in(table: DataFrame) -> list[str]:
+    """rules/deduplication.py's duplicates among a FIFO table's rows, judged in Python on the
+    few rows that share a deduplication id (only those can be one): the rule both engines read."""
+    name = "deduplication_id"
+    shared = table.where(F.col(name).isNotNull()).groupBy(name).count().where(F.col("count") > 1)
+    history = table.join(shared.select(name), name, "left_semi")
+    return duplicates(collect_rows(history, DEDUPLICATION_COLUMNS))
 
-    Groups come in an order shuffled by `salt`, so concurrent receivers start on different groups.
+
+def deliverable(
+    table: DataFrame, *, living: Expr, ok: Expr, held: Expr, order: str, salt: str = ""
+) -> DataFrame:
+    """What a FIFO receive (or move) may take: among `living` rows, each group with no `held` row
+    gives its `ok` rows up to its first row that is not; groups in `order` (native_fifo's
+    GROUP_ORDERS), each in sequence order, so any limit keeps them prefixes. Spark's rendering
+    of native_fifo.group_prefixes (tests/integration/test_fifo_engines.py holds the two alike).
     """
     group = Window.partitionBy("group_id")
-    held = to_column(in_flight(now))
-    living = to_column(alive(now, attrs))
-    messages = with_duplicates_flagged(table).where(living & ~F.col("duplicate"))
-    return (
-        messages.withColumns({"_ok": to_column(claimable(now, attrs)), "_held": held.cast("int")})
+    ok_column = to_column(ok)
+    prefixes = (
+        table.where(to_column(living))
+        .withColumns({"_ok": ok_column, "_held": to_column(held).cast("int")})
         .withColumns(
             {
                 "_blocked": F.max("_held").over(group) > 0,
@@ -136,25 +117,21 @@ def deliverable(table: DataFrame, now: datetime, attrs: QueueAttributes, salt: s
             & ~F.col("_blocked")
             & (F.col("_stop").isNull() | (F.col("sequence_number") < F.col("_stop")))
         )
-        .orderBy(F.xxhash64("group_id", F.lit(salt)), "sequence_number")
-        .drop("_ok", "_held", "_blocked", "_stop", "duplicate", "original_id")
+        .withColumns(
+            {
+                "_size": F.count(F.lit(1)).over(group),
+                "_head": F.min("sequence_number").over(group),
+                "_shuffled": F.sha2(F.concat(F.col("group_id"), F.lit(salt)), 256),
+            }
+        )
     )
-
-
-def aggregate(table: DataFrame, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
-    """`Tables.aggregate` over a FIFO table's messages as receivers see them: never-delivered
-    duplicates left out."""
-    messages = with_duplicates_flagged(table).where(~F.col("duplicate"))
-    return aggregate_frame(messages, counts, least)
-
-
-def prefixes(
-    table: DataFrame, now: datetime, attrs: QueueAttributes, wanted: int, columns: Sequence[str]
-) -> list[Row]:
-    """Up to `wanted` deliverable rows (group prefixes, see `deliverable`) as the engine's rows:
-    timestamps read as exact microseconds, returned as aware UTC datetimes."""
-    salt = secrets.token_hex(16)
-    return collect_rows(deliverable(table, now, attrs, salt).limit(wanted), columns)
+    first = {
+        FULLEST: [F.col("_size").desc(), F.col("_shuffled")],
+        OLDEST: [F.col("_head")],
+    }[order]
+    return prefixes.orderBy(*first, "group_id", "sequence_number", "message_id").drop(
+        "_ok", "_held", "_blocked", "_stop", "_size", "_head", "_shuffled"
+    )
 
 
 def originals(table: DataFrame, sent: dict[str, str]) -> dict[str, SentMessage]:
@@ -188,33 +165,34 @@ def append_frame(
     return len(placed)
 
 
-def drop_duplicates(storage: Storage, location: str, read: Callable[[], DataFrame]) -> int:
-    """Deletes duplicates (never delivered, never received) from a FIFO table, which `read`
-    gives with sequence numbers; returns how many."""
+def retire(
+    ctx: QueueContext, record: QueueRecord, rule: Expr, values: dict[str, Expr], what: str
+) -> int:
+    """Spark's form of fifo_queue.retire: the rows meeting `rule` that one pinned version judges
+    no duplicate become `values` (a tombstone), by a MERGE whose source is that version's rows
+    (Delta row ids cannot bound an UPDATE). A row committed later is never in the source, so a
+    duplicate sent meanwhile is never made a tombstone as if it were an accepted send."""
+    from .merges import keyed_merge
+
+    storage = ctx.storage
+    t = storage.target_prefix(record.location)
 
     def attempt() -> int:
-        found = (
-            with_duplicates_flagged(read())
-            .where(F.col("duplicate") & to_column(is_message()) & F.col("receipt_handle").isNull())
-            .select("shard", "message_id")
-            .collect()
-        )
-        if not found:
-            return 0
-        source = storage.spark.createDataFrame(
-            [(row.message_id,) for row in found], "message_id string"
-        )
-        t = storage.target_prefix(location)
-        match = (
-            in_list(f"{t}shard", [row.shard for row in found])
-            & (F.col(f"{t}message_id") == F.col("s.message_id"))
-            & F.col(f"{t}receipt_handle").isNull()
-        )
-        storage.merge(location, source, match).delete().execute()
-        return len(found)
+        table = pinned(ctx, record)
+        source = table.where(to_column(rule & not_duplicate(duplicates_in(table))))
+        source = source.select("shard", "message_id").persist()
+        try:
+            shards = [row.shard for row in source.select("shard").distinct().collect()]
+            if not shards:
+                return 0
+            changed = {name: to_column(value, t) for name, value in values.items()}
+            counts = (
+                keyed_merge(ctx, record, source, shards)
+                .update(changed, to_column(rule, t))
+                .execute()
+            )
+            return counts.changed if counts.known else source.count()
+        finally:
+            source.unpersist()
 
-    return storage.transact(location, attempt, f"dropping duplicates from {location}")
-
-
-def _micros(span: timedelta) -> int:
-    return int(span.total_seconds() * 1_000_000)
+    return storage.transact(record.location, attempt, what)

@@ -17,8 +17,9 @@ from typing import Any
 
 from ..attributes import QueueAttributes
 from ..model import MessageEvent
+from ..rules.handles import MOVE_MARKER_PREFIX
 from ..store.native_history import RowState
-from .conditions import MOVE_MARKER_PREFIX, TOMBSTONE_SHARD
+from .conditions import TOMBSTONE_SHARD
 
 
 def events(

@@ -1,7 +1,7 @@
 """How many messages a queue has in flight, approximately, for SQS's OverLimit rule.
 
-One gauge per queue table and process, shared by every thread and every `Queue` object, so callers
-reserve room under one lock and cannot overshoot the limit together. Other processes are seen at
+One gauge per queue table and broker (`QueueContext.in_flight`), shared by every thread and every
+`Queue` object, so callers reserve room under one lock and cannot overshoot the limit together. Other processes are seen at
 each recount (SQS's own figure is approximate too): every 30 s, and on every receive once the
 estimate is within 80% of the limit.
 """
@@ -58,14 +58,17 @@ class InFlightGauge:
                 self._counted += claimed
 
 
-_gauges: dict[str, InFlightGauge] = {}
-_gauges_lock = threading.Lock()
+class InFlightGauges:
+    """A broker's gauges, one per queue table, shared by every thread and `Queue` object."""
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_table: dict[str, InFlightGauge] = {}
 
-def gauge(location: str, fifo: bool) -> InFlightGauge:
-    """The process's gauge for the queue table at `location`."""
-    with _gauges_lock:
-        found = _gauges.get(location)
-        if found is None:
-            found = _gauges[location] = InFlightGauge(IN_FLIGHT_LIMITS[fifo])
-        return found
+    def of(self, location: str, fifo: bool) -> InFlightGauge:
+        """The gauge of the queue table at `location`."""
+        with self._lock:
+            found = self._by_table.get(location)
+            if found is None:
+                found = self._by_table[location] = InFlightGauge(IN_FLIGHT_LIMITS[fifo])
+            return found

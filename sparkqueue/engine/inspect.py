@@ -10,7 +10,8 @@ from ..rules.expr import col, micros, null, when
 from ..store.registry import QueueRecord
 from ..store.statements import Row
 from . import fifo_queue
-from .conditions import alive, awaiting_dead_letter, claimable, due, is_message, retire
+from .acknowledge import retire_where
+from .conditions import alive, awaiting_dead_letter, claimable, due, is_message
 from .context import QueueContext
 
 
@@ -48,17 +49,12 @@ def peek(
     ctx: QueueContext, record: QueueRecord, max_messages: int, *, newest: bool = False
 ) -> list[Row]:
     """Visible messages, oldest first (or, on a standard queue, newest first), read without
-    claiming them: a standard queue's, a FIFO queue's the native engine numbers (without
-    never-delivered duplicates, in its groups' order), or through Spark one that Spark numbers."""
+    claiming them; on a FIFO queue without never-delivered duplicates."""
     visible = claimable(ctx.now(), record.attributes)
-    if record.attributes.fifo and fifo_queue.reader(ctx, record) is None:  # numbered by Spark
-        ctx.tables_for(record)  # says so when the broker has no Spark
-        from . import inspect_df
-
-        return inspect_df.peek_rows(ctx, record, max_messages)
+    tables = ctx.tables_for(record)  # says so when the broker cannot serve the queue
     if record.attributes.fifo:
         return fifo_queue.peek(ctx, record, visible, PEEK_FIELDS, max_messages)
-    return ctx.tables_for(record).select(
+    return tables.select(
         record.location,
         PEEK_FIELDS,
         visible,
@@ -69,12 +65,12 @@ def peek(
 
 
 def purge(ctx: QueueContext, record: QueueRecord) -> int:
-    """Deletes every message, in flight or not; returns how many. A FIFO queue's messages leave
+    """Deletes every message, in flight or not; returns how many (a FIFO queue's never-delivered
+    duplicates, which no receiver ever sees, are not counted). A FIFO queue's messages leave
     tombstones, as every FIFO delete does, so their deduplication ids count for the rest of
     their window."""
-    return ctx.tables_for(record).change_where(
-        record.location,
-        is_message(),
-        f"purging {record.name!r}",
-        values=retire(record.attributes),
-    )
+    tables = ctx.tables_for(record)
+    purged = retire_where(ctx, tables, record, is_message(), f"purging {record.name!r}")
+    if record.attributes.fifo:
+        fifo_queue.drop_duplicates(ctx, record, tables)
+    return purged

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..attributes import QueueAttributes
+from ..attributes import QueueAttributes, takes_dead_letters_from
 from ..errors import InvalidParameterValue, QueueAlreadyExists, QueueDoesNotExist
 from ..rules.handles import new_token
 from ..store.registry import QueueRecord
@@ -83,7 +83,8 @@ def delete_queue(ctx: QueueContext, name: str) -> None:
 
 
 def check_dead_letter_queue(ctx: QueueContext, name: str, attributes: QueueAttributes) -> None:
-    """A dead-letter queue must exist on this broker, be of the same type, and not be itself."""
+    """A dead-letter queue must exist on this broker, be of the same type, not be itself, and
+    let this queue in (its redrive_allow_policy)."""
     target = attributes.dead_letter_queue
     if target is None:
         return
@@ -98,4 +99,9 @@ def check_dead_letter_queue(ctx: QueueContext, name: str, attributes: QueueAttri
         kind = "FIFO" if attributes.fifo else "standard"
         raise InvalidParameterValue(
             f"the dead-letter queue of a {kind} queue must be {kind} too; {target!r} is not"
+        )
+    if not takes_dead_letters_from(record.attributes.redrive_allow_policy, name):
+        raise InvalidParameterValue(
+            f"the redrive_allow_policy of {target!r} does not let {name!r} use it as its"
+            f" dead-letter queue (it allows: {record.attributes.redrive_allow_policy})"
         )

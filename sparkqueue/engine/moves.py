@@ -31,19 +31,26 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..errors import UnsupportedOperation
-from ..limits import MOVE_HOLD
+from ..limits import MAX_RECEIVE_DF, MOVE_HOLD
 from ..rules import handles
 from ..rules.expr import Expr, col, lit, null
-from ..store.native_fifo import append_in_sequence
+from ..rules.handles import MOVE_MARKER_PREFIX
+from ..store.native_fifo import OLDEST, append_in_sequence
 from ..store.native_fifo import home_shard as group_shard
 from ..store.registry import QueueRecord
 from ..store.schema import MESSAGE_COLUMNS
-from .conditions import MOVE_MARKER_PREFIX, alive, being_moved, due, retire
+from ..store.statements import Row
+from .claim import as_read, unless_stale
+from .conditions import alive, being_moved, due, retire
 from .context import QueueContext
+from .fifo_queue import FifoSnapshot
 
 log = logging.getLogger(__name__)
 
 StepHook = Callable[[str, str], None]
+# The order a standard queue's messages are chosen to move in, by either engine (oldest first:
+# ids sort by send time); a FIFO queue's go by group prefixes, oldest group first (OLDEST).
+MOVE_ORDER = ("message_id",)
 
 
 def no_hook(step: str, queue: str) -> None:
@@ -91,6 +98,18 @@ def arrival_values(source: QueueRecord, now: datetime) -> dict[str, Any]:
         "handle_issued_at": None,
         "moved_from": source.name,
     }
+
+
+def guarded(
+    source: QueueRecord, chosen: list[Row], condition: Expr, marker: Expr
+) -> tuple[Expr, Expr]:
+    """A mark's new receipt handle and the rows it applies to beyond their ids: on a standard
+    queue the chosen rows that still meet `condition`; on a FIFO queue every chosen row, and
+    the whole statement fails if one changed since it was read, as a FIFO claim does (a group
+    is never half-moved, nor moved while a receiver holds its head)."""
+    if source.attributes.fifo:
+        return unless_stale(as_read(chosen) & condition, marker), lit(True)
+    return marker, condition
 
 
 class Moves:
@@ -236,9 +255,10 @@ class RowMoves(Moves):
         self._ctx.tables_for(target)  # raises UnsupportedOperation, saying why
 
     def _mark(self, marking: Marking) -> list[str]:
-        """One guarded UPDATE per destination, each under a marker of its own: a retry after
-        a conflict between two of them never reuses a marker that another finisher may have
-        completed already (a copy under it would be skipped as done, and its rows dropped)."""
+        """One UPDATE per destination, each under a marker of its own: a retry after a conflict
+        between two of them never reuses a marker that another finisher may have completed
+        already (a copy under it would be skipped as done, and its rows dropped). A FIFO
+        source's UPDATE fails whole if any chosen row changed since it was read (`guarded`)."""
         source, condition, now = marking.source, marking.condition, marking.now
         if not self.writable(source):
             self._refuse(source)
@@ -248,15 +268,8 @@ class RowMoves(Moves):
             wanted = None if marking.limit is None else marking.limit - sum(marked.values())
             if wanted is not None and wanted <= 0:
                 return
-            chosen = self._native.select(
-                source.location,
-                ["shard", "message_id", "moved_from"],
-                condition,
-                order_by=["sequence_number", "message_id"],  # a FIFO group's head first
-                limit=wanted,
-            )
             by_target: dict[str, list[Any]] = {}
-            for row in chosen:
+            for row in self._chosen(marking, wanted):
                 name = row.moved_from if marking.destination is None else marking.destination
                 if name is not None:
                     by_target.setdefault(name, []).append(row)
@@ -264,14 +277,31 @@ class RowMoves(Moves):
                 marker = f"{MOVE_MARKER_PREFIX}{handles.new_token()}:{name}"
                 ids = col("message_id").isin([row.message_id for row in rows])
                 shards = col("shard").isin(sorted({row.shard for row in rows}))
-                values = {"receipt_handle": lit(marker), **hold_values(now)}
+                handle, rule = guarded(source, rows, condition, lit(marker))
+                values = {"receipt_handle": handle, **hold_values(now)}
                 marked[marker] = self._native.change(
-                    source.location, shards & ids & condition, values
+                    source.location, shards & ids & rule, values
                 ).changed
 
         self._native.transact(source.location, attempt, f"marking moves in {source.name!r}")
         self._on_step("marked", source.name)
         return [marker for marker, rows in marked.items() if rows]  # in marking order
+
+    def _chosen(self, marking: Marking, wanted: int | None) -> list[Row]:
+        """The rows to mark: a FIFO source's whole group prefixes, oldest group first; a
+        standard source's oldest rows (the same rows Spark's moves choose)."""
+        source, columns = marking.source, ["shard", "message_id", "moved_from", "receive_count"]
+        if source.attributes.fifo:
+            return FifoSnapshot(self._ctx, source).prefixes(
+                columns,
+                now=marking.now,
+                ok=marking.condition,
+                order=OLDEST,
+                limit=MAX_RECEIVE_DF if wanted is None else wanted,
+            )
+        return self._native.select(
+            source.location, columns, marking.condition, order_by=MOVE_ORDER, limit=wanted
+        )
 
     def _copy(self, source: QueueRecord, marker: str, target: QueueRecord, now: datetime) -> None:
         names = [name for name, _, _ in MESSAGE_COLUMNS]

@@ -8,15 +8,17 @@ from datetime import datetime
 from pyspark.sql import functions as F
 
 from ..store.dml import in_list
+from ..store.native_fifo import OLDEST
 from ..store.registry import QueueRecord
-from ..store.spark_exprs import to_column
+from ..store.spark_exprs import to_column, unless_stale_column
 from ..store.spark_schema import MESSAGE_SCHEMA
 from ..store.spark_tables import write_options
 from . import fifo
 from .conditions import being_moved
 from .context import QueueContext
 from .fifo import ENTRY_ORDER, home_shard, in_entry_order
-from .moves import Marking, Moves, StepHook, arrival_values, hold_values, no_hook
+from .fifo_queue import FifoSnapshot
+from .moves import MOVE_ORDER, Marking, Moves, StepHook, arrival_values, hold_values, no_hook
 
 
 class Mover(Moves):
@@ -38,6 +40,8 @@ class Mover(Moves):
         self._ctx.native_writer(target)  # raises UnsupportedOperation, saying why
 
     def _mark(self, marking: Marking) -> list[str]:
+        """One MERGE from the chosen rows (the rows `RowMoves` would choose: moves.MOVE_ORDER,
+        or a FIFO source's group prefixes, oldest group first), guarded as moves.guarded."""
         storage, source, condition, limit = (
             self._storage,
             marking.source,
@@ -48,15 +52,22 @@ class Mover(Moves):
         marker = F.concat(F.lit(marking.marker("")), to)
         t = storage.target_prefix(source.location)
         hold = {name: to_column(value) for name, value in hold_values(marking.now).items()}
+        fifo = source.attributes.fifo
 
         def attempt() -> list[str]:
-            # With a limit, one pinned snapshot, so the shard list and the MERGE source agree.
-            version = None if limit is None else storage.version(source.location)
-            chosen = (
-                storage.read(source.location, version=version)
-                .where(to_column(condition))
-                .select("shard", "message_id", "receipt_handle", "receive_count", marker.alias("m"))
-                .orderBy("message_id")
+            # One pinned snapshot, so the shard list and the MERGE source agree.
+            if fifo:
+                snapshot = FifoSnapshot(self._ctx, source, in_spark=True)
+                chosen = snapshot.deliverable(now=marking.now, ok=condition, order=OLDEST)
+            else:
+                version = None if limit is None else storage.version(source.location)
+                chosen = (
+                    storage.read(source.location, version=version)
+                    .where(to_column(condition))
+                    .orderBy(*MOVE_ORDER)
+                )
+            chosen = chosen.select(
+                "shard", "message_id", "receipt_handle", "receive_count", marker.alias("m")
             )
             if limit is not None:
                 chosen = chosen.limit(limit)
@@ -69,9 +80,16 @@ class Mover(Moves):
             rows = in_list(f"{t}shard", [row.shard for row in groups]) & (
                 F.col(f"{t}message_id") == F.col("s.message_id")
             )
-            storage.merge(source.location, chosen, rows & same_state).update(
-                {"receipt_handle": F.col("s.m"), **hold}, to_column(condition, t)
-            ).execute()
+            still = to_column(condition, t)
+            if fifo:  # every chosen row as read, or no row at all (moves.guarded)
+                handle = unless_stale_column(same_state & still, F.col("s.m"))
+                storage.merge(source.location, chosen, rows).update(
+                    {"receipt_handle": handle, **hold}
+                ).execute()
+            else:
+                storage.merge(source.location, chosen, rows & same_state).update(
+                    {"receipt_handle": F.col("s.m"), **hold}, still
+                ).execute()
             return sorted({row.m for row in groups})
 
         markers = storage.transact(source.location, attempt, f"marking moves in {source.name!r}")

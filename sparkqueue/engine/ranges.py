@@ -18,7 +18,7 @@ any other DataFrame (a filtered or partial batch) takes the per-handle path.
 
 from __future__ import annotations
 
-import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import reduce
 
@@ -142,16 +142,10 @@ def keep_only(storage: Storage, claims_table: str, token: str, kept: DataFrame) 
     )
 
 
-# The DataFrames `receive_df` returned, by the claim they hold; weak, so they go with the frame.
-_claimed: weakref.WeakKeyDictionary[DataFrame, RangeClaim] = weakref.WeakKeyDictionary()
-
-
-def remember(frame: DataFrame, claim: RangeClaim) -> DataFrame:
-    _claimed[frame] = claim
-    return frame
-
-
-def claim_of(frame: DataFrame, location: str) -> RangeClaim | None:
-    """The claim `frame` was returned for, when it is that very DataFrame of this queue."""
-    claim = _claimed.get(frame)
+def claim_of(
+    claims: Mapping[DataFrame, RangeClaim], frame: DataFrame, location: str
+) -> RangeClaim | None:
+    """The claim `frame` was returned for (`QueueContext.range_claims`), when it is that very
+    DataFrame of this queue."""
+    claim = claims.get(frame)
     return claim if claim is not None and claim.location == location else None

@@ -1,6 +1,6 @@
 """The Spark engine's form of a large shared round (see statement.py): one MERGE whose source
-lists every row with what it becomes; retired rows are deleted. The rows' rules are the same
-expressions the UPDATE uses, rendered for the MERGE's target."""
+lists every row with what it becomes; retired rows become tombstones, as in the UPDATE form. The
+rows' rules are the same expressions the UPDATE uses, rendered for the MERGE's target."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..clock import to_micros
 from ..rules.expr import col, timestamp_of_micros
 from ..store.counts import Counts
 from ..store.spark_exprs import to_column
-from .conditions import claimable
+from .conditions import claimable, tombstone_values
 from .merges import keyed_merge
 from .statement import RoundChanges
 from .visibility import new_times, within_ceiling
@@ -37,9 +37,10 @@ def by_merge(round_: RoundChanges) -> Counts:
     claim = {**values, "visible_at": until, "receipt_handle": F.col("s.receipt_handle")}
     # The 12-hour rule, with the new time from the source and the handle's from the target.
     ceiling = within_ceiling(timestamp_of_micros(col("s.visible_us")), col(f"{t}handle_issued_at"))
+    tombstone = {name: to_column(value, t) for name, value in tombstone_values().items()}
     return (
         keyed_merge(ctx, record, source, sorted(set(round_.shards())))
-        .delete((op == _RETIRE) & held)
+        .update(tombstone, (op == _RETIRE) & held)
         .update(
             {"visible_at": until},
             (op == _CHANGE) & held & (F.col(f"{t}visible_at") > F.lit(now)) & to_column(ceiling),

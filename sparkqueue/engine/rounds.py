@@ -128,20 +128,22 @@ def delete(ctx: QueueContext, name: str, receipt_handle: str) -> None:
 
 
 def delete_batch(ctx: QueueContext, name: str, receipt_handles: list[str]) -> BatchResult:
-    """One ask for every valid handle; each handle's own outcome."""
+    """One ask for every valid handle; each handle's own outcome, as `delete` of it alone would
+    give: of several handles of one message, only the one it holds can delete it."""
     record = ctx.record(name)
     refs: dict[str, HandleRef] = {}
     failed: dict[str, str] = {}
+    invalid = ReceiptHandleIsInvalid.code
     for handle in dict.fromkeys(receipt_handles):
         try:
             refs[handle] = handles.parse(record.secret, handle)
         except ReceiptHandleIsInvalid:
-            failed[handle] = ReceiptHandleIsInvalid.code
-    if refs:
-        superseded = submit(ctx, record, Ask(retire=tuple(refs.values()))).superseded
-        failed.update(
-            {h: ReceiptHandleIsInvalid.code for h, r in refs.items() if r.message_id in superseded}
-        )
+            failed[handle] = invalid
+    failed.update(dict.fromkeys(acknowledge.stale_beside(ctx, record, refs), invalid))
+    asked = {handle: ref for handle, ref in refs.items() if handle not in failed}
+    if asked:
+        superseded = submit(ctx, record, Ask(retire=tuple(asked.values()))).superseded
+        failed.update({h: invalid for h, r in asked.items() if r.message_id in superseded})
     return BatchResult(successful=[h for h in refs if h not in failed], failed=failed)
 
 

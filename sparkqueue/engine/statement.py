@@ -8,7 +8,8 @@ rebuilding the table's state and planning its own jobs; here one statement carri
   emptied row in the tombstone shard, as FIFO deletes leave; the redrive job drops them). An
   UPDATE cannot delete, but it costs less than a MERGE (no source DataFrame to materialize);
 - larger rounds on the Spark engine: one MERGE whose source lists every row with what it becomes
-  (retired rows are deleted): there Spark's join beats the UPDATE's long literal lists
+  (retired rows become the same tombstones): there Spark's join beats the UPDATE's long literal
+  lists
   (docs/performance.md, "The worker loop: small batches by UPDATE"). The native engine runs the
   UPDATE at every size: DataFusion's IN lists are cheap, and one statement form serves all.
 The statement's counts settle every part, so nothing is read back unless a handle was superseded

@@ -20,7 +20,6 @@ from .acknowledge import present
 from .asks import Answer, Ask
 from .claim import candidates, count_in_flight, message_of
 from .context import QueueContext
-from .inflight import gauge
 from .statement import RoundChanges, holding
 from .visibility import diagnose
 
@@ -34,7 +33,7 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
     retire = list({ref.handle: ref for ask in asks for ref in ask.retire}.values())
     changes = {ref.handle: (ref, seconds) for ask in asks for ref, seconds in ask.changes}
     wanted = sum(ask.wanted for ask in asks)
-    in_flight = gauge(record.location, fifo=False)
+    in_flight = ctx.in_flight.of(record.location, fifo=False)
 
     def attempt() -> list[Answer]:
         now = ctx.now()

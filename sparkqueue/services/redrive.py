@@ -17,13 +17,13 @@ from typing import Any
 
 from ..clock import from_micros
 from ..engine import fifo_queue, inspect
+from ..engine.acknowledge import retire_where
 from ..engine.conditions import (
     all_shards,
     being_moved,
     exhausted,
     past_retention,
     releasable,
-    retire,
     spent_tombstone,
 )
 from ..engine.context import QueueContext
@@ -85,19 +85,30 @@ class Redrive:
         started = time.monotonic()
         results: dict[str, QueueRedrive] = {}
         rows: list[dict[str, Any]] = []
+        failed: dict[str, Exception] = {}
+
+        # Each queue on its own: one that fails (a store error, a table another broker left in
+        # a state this one cannot finish) is logged and tried once more after the others, then
+        # reported; it never keeps the queues after it from their releases and retention.
+        def attempt(name: str) -> None:
+            try:
+                found = self._queue_pass(name, started)
+            except QueueDoesNotExist:  # deleted meanwhile
+                failed.pop(name, None)
+                return
+            except Exception as error:
+                log.exception("redrive %s: the pass failed; the others go on", name)
+                failed[name] = error
+                return
+            failed.pop(name, None)
+            if found is not None:
+                results[name], row = found
+                rows.append(row)
+
         for name in names:
-            record = self._ctx.record(name)
-            if not self._tables.exists(record.location):  # a creation or deletion under way
-                log.debug("redrive %s: registered without its table; skipped", name)
-                continue
-            if self._ctx.bulk is None and self._ctx.spark_only(record):
-                log.warning(
-                    "redrive %s: its FIFO table is Spark's; a pass with Spark serves it", name
-                )
-                continue
-            result, row = self._pass(record, started)
-            results[name] = result
-            rows.append(row)
+            attempt(name)
+        for name in list(failed):
+            attempt(name)
         if rows:
             what = "recording redrive metrics"
             self._tables.append_rows(self.metrics_table, METRICS_COLUMNS, rows, what)
@@ -107,7 +118,18 @@ class Redrive:
                 for address in shared:
                     tidy_table(self._tidy, address, defaults)
             trim_logs(self._tables.layout, shared, defaults.local_log_minutes)
-        return RedriveReport(results)
+        return RedriveReport(results, {name: _described(e) for name, e in failed.items()})
+
+    def _queue_pass(self, name: str, started: float) -> tuple[QueueRedrive, dict] | None:
+        """One queue's part of a pass (None: nothing this pass can do for it)."""
+        record = self._ctx.record(name)
+        if not self._tables.exists(record.location):  # a creation or deletion under way
+            log.debug("redrive %s: registered without its table; skipped", name)
+            return None
+        if self._ctx.bulk is None and self._ctx.spark_only(record):
+            log.warning("redrive %s: its FIFO table is Spark's; a pass with Spark serves it", name)
+            return None
+        return self._pass(record, started)
 
     def _queue_names(self, queues: Sequence[str] | None) -> list[str]:
         known = sorted(self._ctx.registry.records(fresh=True))
@@ -162,15 +184,16 @@ class Redrive:
             )
         if todo["past_retention"]:
             step("removing messages past retention")
-            expired = self._tables.change_where(
-                location,
+            expired = retire_where(
+                self._ctx,
+                self._tables,
+                record,
                 past_retention(now, attrs),
                 f"removing messages past retention from {name!r}",
-                values=retire(attrs),
             )
         if attrs.fifo:  # duplicates go before the tombstones that mark them as duplicates
             step("removing duplicates")
-            self._drop_duplicates(record)
+            fifo_queue.drop_duplicates(self._ctx, record, self._tables)
         if todo["spent_tombstones"]:  # FIFO deletes and the worker loop's retired batches
             step("removing spent tombstones")
             what = f"removing spent tombstones from {name!r}"
@@ -255,15 +278,6 @@ class Redrive:
             return last
         return self._upkeep_at[name]
 
-    def _drop_duplicates(self, record: QueueRecord) -> int:
-        if self._ctx.bulk is None:
-            assert self._ctx.native is not None
-            return fifo_queue.drop_duplicates(self._ctx.native, record)
-        from ..engine.fifo import drop_duplicates
-
-        storage = self._ctx.storage
-        return drop_duplicates(storage, record.location, lambda: self._ctx.read(record))
-
 
 def run_schedule(
     ctx: QueueContext,
@@ -281,16 +295,32 @@ def run_schedule(
         try:
             report = redrive.run(queues)
             log.info(
-                "redrive pass over %d queue(s): moved %d, released %d, expired %d (%.1f s)",
+                "redrive pass over %d queue(s): moved %d, released %d, expired %d (%.1f s)%s",
                 len(report.queues),
                 report.moved_to_dead_letter,
                 report.released,
                 report.expired_by_retention,
                 time.monotonic() - started,
+                f"; failed: {sorted(report.failed)}" if report.failed else "",
             )
+            if report.failed and once:
+                raise PassFailed(report.failed)
         except Exception:
             if once:
                 raise
             log.exception("redrive pass failed; the next pass will retry")
         if once or stop.wait(max(0.0, settings.every_seconds - (time.monotonic() - started))):
             return
+
+
+class PassFailed(RuntimeError):
+    """A pass (the job's `--once`) that did every queue but the ones it names."""
+
+    def __init__(self, failed: dict[str, str]) -> None:
+        super().__init__(f"the redrive pass failed for {len(failed)} queue(s): {failed}")
+        self.failed = failed
+
+
+def _described(error: Exception) -> str:
+    """A failed queue's line in the report: the error's kind and what it said."""
+    return f"{type(error).__name__}: {error}"

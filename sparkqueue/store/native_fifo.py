@@ -35,6 +35,7 @@ from deltalake import DeltaTable
 
 from ..rules.deduplication import DEDUPLICATION_COLUMNS
 from ..rules.expr import Expr
+from ..rules.handles import MOVE_MARKER_PREFIX
 from .native_arrow import arrow_row, arrow_schema
 from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
 from .native_sql import quote_name, quote_text, to_sql
@@ -44,6 +45,15 @@ from .statements import Row
 
 SEQUENCE_SHIFT = 32  # positions within one append (up to 4 billion rows) below the version
 ORDER_COLUMNS = ("group_id", "sequence_number", "message_id")  # what prefixes are ordered by
+# How group prefixes are ordered, groups first (each group's rows then in sequence order):
+# - FULLEST: the longest prefix first, as SQS returns as many messages of one group as it can;
+#   groups of one length in an order shuffled by each receive's salt, so concurrent receivers
+#   start on different groups (a receive);
+# - OLDEST: by each group's head, the oldest first, so a limit takes the same rows in every
+#   engine (a move).
+FULLEST, OLDEST = "fullest", "oldest"
+GROUP_ORDERS = (FULLEST, OLDEST)
+_ORDER_SQL = {FULLEST: "_size DESC, _shuffled", OLDEST: "_head"}
 
 
 def home_shard(group_id: str, shards: int) -> int:
@@ -66,9 +76,13 @@ def append_in_sequence(
     and an append whose id a table already holds is skipped (None): a repeated move copies once.
     """
     shards = sorted({int(row["shard"]) for row in rows})
+    # A row of the same id being moved out of this table (its copy here not yet dropped: a move
+    # back overtook a crash between copy and drop) does not stand in the way; its own move's
+    # drop step removes it, and the message is here once.
+    moving_out = f"starts_with(t.receipt_handle, {quote_text(MOVE_MARKER_PREFIX)})"
     on = (
         f"t.shard IN ({', '.join(map(str, shards))}) AND t.shard = s.shard"
-        " AND t.message_id = s.message_id"
+        f" AND t.message_id = s.message_id AND NOT coalesce({moving_out}, FALSE)"
     )
     # Exactly the next version or nothing: the numbers below are that version's.
     commit = applying(app_id, retries=0)
@@ -95,9 +109,9 @@ def append_in_sequence(
         )
         after_commit(table, before)
         inserted = metric(metrics, "num_target_rows_inserted")
-        # Only a message id already in its shard is skipped, and ids are new (sends) or leave
-        # their source only after this append (moves, whose repeats the app id skips): never
-        # expected, but never hidden either.
+        # Only a message id already in its shard (and not on its way out) is skipped, and ids
+        # are new (sends) or leave their source only after this append (moves, whose repeats
+        # the app id skips): never expected, but never hidden either.
         if inserted != len(rows):
             raise RuntimeError(f"{what}: {len(rows)} rows to append, {inserted} inserted")
         return [row["sequence_number"] for row in numbered]
@@ -129,6 +143,22 @@ def deduplication_history(
     return tables.query(address, f"SELECT {names} FROM t WHERE {wanted}", at=at)
 
 
+def shards_holding(
+    tables: NativeTables, address: str, where: Expr, *, at: DeltaTable | None = None
+) -> list[int]:
+    """The shards holding rows that meet `where`."""
+    statement = f"SELECT DISTINCT {quote_name('shard')} AS shard FROM t WHERE {to_sql(where)}"
+    return [row.shard for row in tables.query(address, statement, at=at)]
+
+
+def last_sequence(
+    tables: NativeTables, address: str, *, at: DeltaTable | None = None
+) -> int | None:
+    """The highest sequence number in the table (None: no rows)."""
+    statement = f"SELECT MAX({quote_name('sequence_number')}) AS last FROM t"
+    return tables.query(address, statement, at=at)[0]["last"]
+
+
 def group_prefixes(
     tables: NativeTables,
     address: str,
@@ -137,27 +167,31 @@ def group_prefixes(
     living: Expr,
     ok: Expr,
     held: Expr,
-    salt: str,
+    order: str,
     limit: int,
+    salt: str = "",
     at: DeltaTable | None = None,
 ) -> list[Row]:
-    """Up to `limit` rows a FIFO receive may claim (DataFusion's rendering of engine/fifo.py's
-    `deliverable`): among `living` rows, each group with no `held` row gives its `ok` rows up to
-    its first row that is not; groups come in an order shuffled by `salt`, each in sequence
+    """Up to `limit` rows a FIFO receive (or move) may take (DataFusion's rendering of
+    engine/fifo.py's `deliverable`): among `living` rows, each group with no `held` row gives its
+    `ok` rows up to its first row that is not; groups in `order` (GROUP_ORDERS), each in sequence
     order, so any limit keeps them prefixes."""
     names = ", ".join(map(quote_name, columns))
     inner = ", ".join(map(quote_name, dict.fromkeys([*columns, *ORDER_COLUMNS])))
     group, sequence = quote_name("group_id"), quote_name("sequence_number")
     statement = f"""
         SELECT {names} FROM (
-            SELECT {inner}, {to_sql(ok)} AS _ok,
-                MAX(CASE WHEN {to_sql(held)} THEN 1 ELSE 0 END)
-                    OVER (PARTITION BY {group}) AS _blocked,
-                MIN(CASE WHEN NOT {to_sql(ok)} THEN {sequence} END)
-                    OVER (PARTITION BY {group}) AS _stop,
-                encode(sha256(concat({group}, {quote_text(salt)})), 'hex') AS _order
-            FROM t WHERE {to_sql(living)}
-        ) WHERE _ok AND _blocked = 0 AND (_stop IS NULL OR {sequence} < _stop)
-        ORDER BY _order, {sequence}, {quote_name("message_id")}
+            SELECT {inner}, COUNT(*) OVER (PARTITION BY {group}) AS _size,
+                MIN({sequence}) OVER (PARTITION BY {group}) AS _head,
+                encode(sha256(concat({group}, {quote_text(salt)})), 'hex') AS _shuffled
+            FROM (
+                SELECT {inner}, {to_sql(ok)} AS _ok,
+                    MAX(CASE WHEN {to_sql(held)} THEN 1 ELSE 0 END)
+                        OVER (PARTITION BY {group}) AS _blocked,
+                    MIN(CASE WHEN NOT {to_sql(ok)} THEN {sequence} END)
+                        OVER (PARTITION BY {group}) AS _stop
+                FROM t WHERE {to_sql(living)}
+            ) WHERE _ok AND _blocked = 0 AND (_stop IS NULL OR {sequence} < _stop)
+        ) ORDER BY {_ORDER_SQL[order]}, {group}, {sequence}, {quote_name("message_id")}
         LIMIT {int(limit)}"""
     return tables.query(address, statement, at=at)

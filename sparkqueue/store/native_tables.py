@@ -11,6 +11,7 @@ is a conditional put of the next log version, which the store itself grants to o
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -29,7 +30,7 @@ from deltalake import (
 from deltalake.exceptions import DeltaProtocolError, TableNotFoundError
 from deltalake.fs import DeltaStorageHandler
 
-from ..errors import TransactionConflict, UnsupportedOperation
+from ..errors import QueueDoesNotExist, TransactionConflict, UnsupportedOperation
 from ..limits import COMPACTED_FILE_BYTES
 from ..rules.expr import Expr, col
 from .counts import Counts
@@ -38,6 +39,7 @@ from .logtrim import clear_unfinished_log
 from .native_arrow import arrow_row, arrow_schema, delta_field, read_row
 from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
 from .native_history import LogTrimmed, RowState, row_states
+from .native_process import check_process
 from .native_sql import quote_name, to_sql
 from .schema import Columns
 from .statements import MESSAGE_KEY, Row
@@ -83,8 +85,15 @@ class NativeTables:
     # -- reading ----------------------------------------------------------------------------------
 
     def open(self, address: str) -> DeltaTable:
-        """The table's latest snapshot."""
-        return DeltaTable(self._uri(address), storage_options=self._options)
+        """The table's latest snapshot; QueueDoesNotExist once it was dropped (a writer that
+        looked its queue up before the delete must not create it anew)."""
+        check_process()
+        try:
+            return DeltaTable(self._uri(address), storage_options=self._options)
+        except TableNotFoundError:
+            raise QueueDoesNotExist(
+                f"the table {address} does not exist: its queue was deleted"
+            ) from None
 
     def _uri(self, address: str) -> str:
         folder = self._layout.folder(address)
@@ -142,7 +151,7 @@ class NativeTables:
         if known is None:
             try:
                 features = self.open(address).protocol().writer_features or []
-            except TableNotFoundError:
+            except QueueDoesNotExist:
                 return True  # not (yet) there: the native engine would create it
             except DeltaProtocolError:  # a table delta-rs cannot even read is Spark's
                 features = ["rowTracking"]
@@ -154,6 +163,7 @@ class NativeTables:
     def transact(
         self, address: str, action: Callable[[], T], what: str, *, alone: bool = False
     ) -> T:
+        check_process()
         on_store = address if self._layout.object_store else None  # this process's turns there
         return run_transaction(
             action,
@@ -250,7 +260,7 @@ class NativeTables:
     def exists(self, address: str) -> bool:
         try:
             self.open(address)
-        except TableNotFoundError:
+        except QueueDoesNotExist:
             return False
         return True
 
@@ -313,8 +323,9 @@ class NativeTables:
             self._known.discard(address)
             self._sequenced.pop(address, None)
         folder = self._layout.folder(address)
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+        if folder is not None:  # alone under its commit lock: no writer is half-way in
+            remove = functools.partial(shutil.rmtree, folder, ignore_errors=True)
+            self.transact(address, remove, f"deleting {address}", alone=True)
         else:  # whether or not a table is left there: a delete cut short left files behind
             DeltaStorageHandler(self._uri(address), self._options).delete_dir("")
 
@@ -386,9 +397,3 @@ class NativeTables:
     def _remember(self, address: str) -> None:
         with self._known_lock:
             self._known.add(address)
-
-
-def is_native_root(layout: object) -> bool:
-    """Whether delta-rs can write this layout's tables: a path root on the local disk or on
-    object storage (with credentials; see tables.OBJECT_STORE_SCHEMES)."""
-    return isinstance(layout, PathLayout) and (layout.local_dir is not None or layout.object_store)

@@ -37,6 +37,11 @@ def collect_rows(frame: DataFrame, columns: Sequence[str]) -> list[Row]:
     ]
 
 
+def numbered_by_row_id(table: DataFrame) -> DataFrame:
+    """A row-tracking FIFO table with each row's sequence number: its Delta row id."""
+    return table.withColumn("sequence_number", F.col("_metadata.row_id"))
+
+
 def aggregate_frame(frame: DataFrame, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
     """`Tables.aggregate` over any DataFrame: one Spark job."""
     aggregates = [F.count(F.when(to_column(c), 1)).alias(n) for n, c in counts.items()]

@@ -7,6 +7,7 @@ session for single-message work (see INTERPRETED). The engine picks one explicit
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import threading
@@ -18,6 +19,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql.types import StructType
 
+from ..errors import QueueDoesNotExist
 from ..limits import COMPACTED_FILE_BYTES
 from ..rules.expr import Expr
 from . import sql
@@ -182,16 +184,31 @@ class Storage:
         *,
         options: dict[str, str] | None = None,
         observe: Sequence[Column] = (),
+        creating: bool = False,
     ) -> dict[str, Any]:
         """A blind append: one commit, never conflicting with other appends. Returns the named
         aggregates in `observe` over the rows written, computed by the write itself (never read
-        back from the log)."""
+        back from the log). Only `creating` makes a table that is not there."""
         observation = Observation() if observe else None
         if observation is not None:
             df = df.observe(observation, *observe)
         writer = df.write.format("delta").mode("append").options(**(options or {}))
-        self.transact(address, lambda: self._table(address).save(writer), what)
+
+        def save() -> None:
+            if not creating:
+                self._still_there(address)
+            self._table(address).save(writer)
+
+        self.transact(address, save, what)
         return {} if observation is None else dict(observation.get)
+
+    def _still_there(self, address: str) -> None:
+        """On a local root, under the table's commit lock: raises QueueDoesNotExist when the
+        table was dropped (an append would create it anew, and its rows would be acknowledged
+        into a table no queue names)."""
+        folder = self.layout.folder(address)
+        if folder is not None and not os.path.isdir(os.path.join(folder, "_delta_log")):
+            raise QueueDoesNotExist(f"the table {address} does not exist: its queue was deleted")
 
     def merge(self, address: str, source: DataFrame, on: Column) -> Merge:
         """A MERGE into `address` from `source` (aliased `s`); target columns via target_prefix."""
@@ -284,7 +301,7 @@ class Storage:
     def ensure_table_like(self, address: str, frame: DataFrame) -> None:
         """Creates a table with `frame`'s schema (an empty append: no user names reach SQL)."""
         if address not in self._root.known_tables:
-            self.append(address, frame.limit(0), f"creating the table {address}")
+            self.append(address, frame.limit(0), f"creating the table {address}", creating=True)
             self._remember(address)
 
     def drop_table(self, address: str) -> None:
@@ -299,8 +316,9 @@ class Storage:
         elif folder is None and self.exists(address):
             statement = sql.delete_all(table.sql)
             self.transact(address, lambda: self.spark.sql(statement), f"emptying {address}")
-        if folder is not None:  # a local table another process's catalog registered elsewhere
-            shutil.rmtree(folder, ignore_errors=True)
+        if folder is not None:  # alone under its commit lock: no writer is half-way in
+            remove = functools.partial(shutil.rmtree, folder, ignore_errors=True)
+            self.transact(address, remove, f"deleting {address}", alone=True)
 
     def properties(self, address: str) -> dict[str, str]:
         """The table's properties (its retention settings among them)."""

@@ -265,3 +265,9 @@ class CatalogLayout:
 
 
 Layout = PathLayout | CatalogLayout
+
+
+def is_native_root(layout: object) -> bool:
+    """Whether delta-rs can write this layout's tables: a path root on the local disk or on
+    object storage (with credentials; see OBJECT_STORE_SCHEMES)."""
+    return isinstance(layout, PathLayout) and (layout.local_dir is not None or layout.object_store)

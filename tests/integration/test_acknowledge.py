@@ -101,6 +101,24 @@ def test_delete_batch_reports_each_handle(queue, clock):
         queue.delete_batch([])
 
 
+@both_engines
+def test_a_batch_with_a_stale_and_the_current_handle_of_one_message_deletes_by_the_current(
+    queue, clock
+):
+    queue.send("once")
+    [first] = queue.receive(1)
+    clock.advance(31)
+    [current] = queue.receive(1)
+    for handles in (
+        [first.receipt_handle, current.receipt_handle],
+        [current.receipt_handle, first.receipt_handle],
+    ):
+        result = queue.delete_batch(handles)
+        assert result.failed == {first.receipt_handle: "ReceiptHandleIsInvalid"}
+        assert result.successful == [current.receipt_handle]
+    assert queue.stats().in_flight == 0
+
+
 def test_delete_df_needs_a_receipt_handle_column(spark, queue):
     with pytest.raises(InvalidParameterValue, match="receipt_handle"):
         queue.delete_df(spark.createDataFrame([("x",)], "handle string"))

@@ -175,7 +175,7 @@ def test_a_deep_queue_is_read_one_shard_at_a_time_and_drains_completely(spark, b
     received: list[str] = []
     deep_reads = 0
     while True:
-        one_shard = claim.is_deep(location)  # the path this receive will take
+        one_shard = broker.context.depths.is_deep(location)  # the path this receive will take
         batch = queue.receive(10)
         if not batch:
             break

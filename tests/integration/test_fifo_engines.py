@@ -18,12 +18,12 @@ from pyspark.sql import functions as F
 from sparkqueue import Broker
 from sparkqueue.attributes import QueueAttributes
 from sparkqueue.engine import fifo, inspect, send
-from sparkqueue.engine.conditions import alive, claimable, in_flight
+from sparkqueue.engine.conditions import alive, claimable, due, in_flight
 from sparkqueue.engine.moves_df import Mover
 from sparkqueue.errors import UnsupportedOperation
 from sparkqueue.rules.deduplication import DEDUPLICATION_COLUMNS, accepted_originals, duplicates
-from sparkqueue.rules.expr import col
-from sparkqueue.store.native_fifo import deduplication_history, group_prefixes
+from sparkqueue.rules.expr import Expr, col
+from sparkqueue.store.native_fifo import FULLEST, OLDEST, deduplication_history, group_prefixes
 from sparkqueue.store.native_tables import NativeTables
 from sparkqueue.store.schema import MESSAGE_COLUMNS
 from sparkqueue.store.tables import PathLayout
@@ -71,41 +71,34 @@ def table(tmp_path_factory) -> str:
     return rows_table(tmp_path_factory.mktemp("fifo"), ROWS)
 
 
-def test_both_renderings_judge_duplicates_and_group_prefixes_alike(spark, table):
+def test_both_engines_judge_duplicates_and_group_prefixes_alike(spark, table):
     frame = spark.read.format("delta").load(table)
-    flagged = fifo.with_duplicates_flagged(frame).select("message_id", "original_id", "duplicate")
-    by_spark = {row.message_id: row.original_id for row in flagged.collect()}
     history = [row.asDict() for row in frame.select(*DEDUPLICATION_COLUMNS).collect()]
-    assert accepted_originals(history) == by_spark
     ids = [row["message_id"] for row in ROWS]
-    assert by_spark[ids[5]] is None  # moved in
+    assert accepted_originals(history)[ids[5]] is None  # moved in
     assert sorted(duplicates(history)) == [ids[1], ids[4], ids[6]]
+    assert sorted(fifo.duplicates_in(frame)) == sorted(duplicates(history))  # read by Spark
     native = NativeTables(PathLayout(table.rsplit("/", 1)[0]), RetryPolicy())
     dups = duplicates(deduplication_history(native, table))
-    assert sorted(dups) == sorted(duplicates(history))
-    chosen = group_prefixes(
-        native,
-        table,
-        ["message_id", "group_id"],
-        living=alive(NOW, ATTRS) & ~col("message_id").isin(dups),
-        ok=claimable(NOW, ATTRS),
-        held=in_flight(NOW),
-        salt="x",
-        limit=100,
-    )
-    by_spark_prefixes = fifo.deliverable(frame, NOW, ATTRS, "x").select("message_id", "group_id")
+    assert sorted(dups) == sorted(duplicates(history))  # read natively
+    living = alive(NOW, ATTRS) & ~col("message_id").isin(dups)
 
-    def grouped(rows) -> dict[str, list[str]]:
-        groups: dict[str, list[str]] = {}
-        for row in rows:
-            groups.setdefault(row["group_id"], []).append(row["message_id"][-2:])
-        return groups
+    def both(order: str, ok: Expr | None = None) -> tuple[list, list]:
+        ok = claimable(NOW, ATTRS) if ok is None else ok
+        rule = {"living": living, "ok": ok, "held": in_flight(NOW), "order": order, "salt": "x"}
+        natively = group_prefixes(native, table, ["message_id", "group_id"], **rule, limit=100)
+        by_spark = fifo.deliverable(frame, **rule).select("message_id", "group_id").collect()
+        return [r["message_id"][-2:] for r in natively], [r.message_id[-2:] for r in by_spark]
 
     # a: held; b: up to its delayed row; c: its moved-in row, not its duplicate, up to the row
-    # awaiting the dead-letter queue; e: a tombstone only
-    expected = {"b": ["03", "04"], "c": ["06"], "f": ["13", "14"]}
-    assert grouped(chosen) == expected
-    assert grouped(r.asDict() for r in by_spark_prefixes.collect()) == expected
+    # awaiting the dead-letter queue; e: a tombstone only. The fullest first (b and f have two;
+    # their order is the salt's, the same in both), the oldest head first (b's 03, c's 06, f's 13)
+    natively, by_spark = both(FULLEST)
+    assert natively == by_spark
+    assert sorted(natively[:4]) == ["03", "04", "13", "14"] and natively[4:] == ["06"]
+    assert both(OLDEST) == (["03", "04", "06", "13", "14"],) * 2
+    every_due = due(NOW)  # a move's rule: the row awaiting the dead-letter queue goes too
+    assert both(OLDEST, every_due) == (["03", "04", "06", "11", "13", "14"],) * 2
 
 
 def entry(body: str, group: str) -> dict[str, str]:

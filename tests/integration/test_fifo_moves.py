@@ -1,8 +1,15 @@
-"""FIFO moves never lose a message to deduplication: deduplication judges sends, not moves."""
+"""FIFO moves never lose a message to deduplication: deduplication judges sends, not moves; and
+the FIFO corners of tests/unit/test_fifo_corners.py where Spark does the work: tables Spark
+numbers by row tracking (its reads, its MERGE that makes tombstones, its moves), and the native
+engine's tables under Spark's redrive pass and moves."""
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import functions as F
+
+from sparkqueue import Broker
+from tests.unit import test_fifo_corners as corners
 
 MINUTE = 60
 
@@ -93,3 +100,32 @@ def test_a_moved_message_does_not_deduplicate_a_later_send(broker, clock):
     fresh = dlq.send("sent to the dlq itself", group_id="g", deduplication_id="x")
     assert fresh != source.send("again", group_id="g", deduplication_id="x")
     assert sorted(m.body for m in dlq.receive(10)) == ["sent to the dlq itself", "to the dlq"]
+
+
+@pytest.fixture
+def spark_broker(spark, tmp_path, clock) -> Broker:
+    """FIFO tables Spark numbers (row tracking), served by Spark alone."""
+    return Broker(spark, str(tmp_path / "root"), clock=clock, engine="spark")
+
+
+@pytest.mark.parametrize(
+    "corner",
+    [
+        corners.test_a_send_accepted_after_a_purge_is_delivered,
+        corners.test_a_send_accepted_after_its_duplicate_expired_is_delivered,
+        corners.test_a_move_takes_no_duplicate,
+        corners.test_a_move_waits_for_a_group_whose_head_is_held,
+        corners.test_a_move_with_a_limit_takes_the_oldest_groups_prefixes,
+        corners.test_moves_with_a_limit_keep_a_groups_order,
+        corners.test_a_move_back_after_a_copy_without_its_drop_finishes_cleanly,
+    ],
+    ids=lambda corner: corner.__name__.removeprefix("test_"),
+)
+def test_fifo_corners_on_tables_spark_numbers(spark_broker, clock, corner):
+    corner(spark_broker, clock)
+
+
+def test_a_move_back_after_a_copy_without_its_drop_finishes_under_spark_passes(broker, clock):
+    """The native engine's tables, with Spark's pass and moves (a broker with a session)."""
+    assert broker.spark is not None and broker.engine == "native"
+    corners.test_a_move_back_after_a_copy_without_its_drop_finishes_cleanly(broker, clock)

@@ -32,7 +32,7 @@ def test_a_claim_takes_the_oldest_of_each_shard_and_fills_up_from_others(spark, 
     rows = claimed.collect()
     assert len(rows) == 150 and claimed.count() == 150  # more than one shard holds: filled up
     location = broker.context.record("ranged").location
-    claim = ranges.claim_of(claimed, location)
+    claim = ranges.claim_of(broker.context.range_claims, claimed, location)
     assert claim is not None and claim.count == 150
     table = spark.read.format("delta").load(location)
     for shard, highest in claim.bounds:  # in each shard, every message up to its bound
@@ -55,7 +55,12 @@ def test_a_partial_batch_goes_handle_by_handle_and_the_rest_by_the_claim(spark, 
     queue.send_df(numbered(spark, 40))
     claimed = queue.receive_df(30)
     part = claimed.limit(10)
-    assert ranges.claim_of(part, broker.context.record("partial").location) is None
+    assert (
+        ranges.claim_of(
+            broker.context.range_claims, part, broker.context.record("partial").location
+        )
+        is None
+    )
     first = queue.delete_df(part)
     assert len(first.successful) == 10 and queue.stats().in_flight == 20
     rest = queue.delete_df(claimed)  # deleting again what is gone succeeds, as handle by handle

@@ -17,20 +17,9 @@ from sparkqueue.errors import (
 )
 from sparkqueue.services.redrive import Redrive
 from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
+from tests.crashes import Crash, crash_at
 
 MAX_RECEIVES = 1  # one receive exhausts a message, which keeps the tests short
-
-
-class Crash(Exception):
-    """Stands in for the job dying between two commits."""
-
-
-def crash_at(step: str):
-    def hook(reached: str, queue: str) -> None:
-        if reached == step:
-            raise Crash(f"{step} in {queue}")
-
-    return hook
 
 
 @pytest.fixture

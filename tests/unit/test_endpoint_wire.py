@@ -14,6 +14,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from sparkqueue.attributes import takes_dead_letters_from
 from sparkqueue.endpoint import settings, wire
 from sparkqueue.endpoint.auth import AccessKeys, check_signature
 from sparkqueue.endpoint.digest import TypedValue, md5_of_attributes, md5_of_body
@@ -185,10 +186,8 @@ def test_queue_attributes_in_sqs_spelling():
         naming,
         fifo=False,
     )["redrive_allow_policy"]
-    assert settings.allows_source(policy, arn) and not settings.allows_source(
-        policy, naming.arn("x")
-    )
-    assert settings.allows_source(None, arn)
+    assert takes_dead_letters_from(policy, "dlq") and not takes_dead_letters_from(policy, "x")
+    assert takes_dead_letters_from(None, "x")
 
 
 class EmptyQueue:

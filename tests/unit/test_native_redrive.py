@@ -15,7 +15,7 @@ from deltalake.exceptions import CommitFailedError
 from sparkqueue import Broker
 from sparkqueue.engine import lifecycle, moves
 from sparkqueue.limits import TOMBSTONE_LIFETIME
-from sparkqueue.services.redrive import Redrive
+from sparkqueue.services.redrive import PassFailed, Redrive, run_schedule
 from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
 from sparkqueue.store.transactions import RetryPolicy
 
@@ -239,3 +239,24 @@ def test_an_idempotent_append_loses_to_a_concurrent_one_of_its_app_id(tmp_path):
         write_deltalake(stale, pa.table({"a": [1]}), mode="append", commit_properties=applying("m"))
     assert applied(DeltaTable(path), "m")
     assert sorted(DeltaTable(path).to_pyarrow_table()["a"].to_pylist()) == [0, 1, 9]
+
+
+def test_a_queue_whose_pass_fails_stops_no_other(broker, clock):
+    """A queue the pass cannot read (a data file gone from under its table) is reported and
+    tried again next pass; the queues after it still get their releases."""
+    broker.create_queue("a-broken").send("lost file")
+    later = broker.create_queue("b-fine")
+    later.send("held")
+    later.receive(1, visibility_timeout=5)
+    clock.advance(6)
+    folder = Path(broker.context.record("a-broken").location.removeprefix("file:"))
+    for data in folder.rglob("*.parquet"):
+        data.unlink()
+
+    report = broker.redrive()
+
+    assert list(report.failed) == ["a-broken"] and "a-broken" not in report.queues
+    assert report.queues["b-fine"].released == 1
+    assert later.receive(1)  # released by this pass
+    with pytest.raises(PassFailed, match="a-broken"):  # the job's --once exits with an error
+        run_schedule(broker.context, RedriveSettings(), once=True)
