@@ -14,13 +14,12 @@ from .attributes import QueueAttributes
 from .engine import inspect, lifecycle, rounds, send
 from .engine.context import QueueContext
 from .engine.movers import check_destination, movers
-from .errors import EmptyBatchRequest, InvalidParameterValue, QueueDoesNotExist, QueueError
+from .errors import InvalidParameterValue, QueueDoesNotExist, QueueError
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
 from .model import BatchResult, ConsumeReport, Message, MessageEvent, QueueStats, SentMessage
 from .rules.checks import (
     check_fraction,
     check_int,
-    check_list,
     check_message_ids,
     check_queue_name,
     check_receipt_handles,
@@ -102,48 +101,26 @@ class Queue:
 
     def send_batch(self, entries: Sequence[str | dict[str, Any]]) -> list[str]:
         """Sends every entry in one commit, or none of them if any entry is invalid."""
-        outcomes = self._checked("send_batch", entries)
+        outcomes = send.checked_entries("send_batch", entries, self._ctx.record(self.name))
         for index, outcome in enumerate(outcomes):
             if isinstance(outcome, InvalidParameterValue):
                 raise type(outcome)(f"entry {index}: {outcome.message}")
-        return [sent.message_id for sent in self._send_valid(outcomes)]  # type: ignore[union-attr]
+        sent = send.send_valid(self._ctx.quick, self.name, outcomes)
+        return [message.message_id for message in sent]  # type: ignore[union-attr]
 
     def send_each(self, entries: Sequence[str | dict[str, Any]]) -> list[str | QueueError]:
         """Sends the valid entries in one commit; per entry its message id, or the error that
         kept it out (SQS's SendMessageBatch: one bad entry does not fail the others)."""
-        return [
-            o.message_id if isinstance(o, SentMessage) else o
-            for o in self._send_valid(self._checked("send_each", entries))
-        ]
+        outcomes = send.checked_entries("send_each", entries, self._ctx.record(self.name))
+        sent = send.send_valid(self._ctx.quick, self.name, outcomes)
+        return [o.message_id if isinstance(o, SentMessage) else o for o in sent]
 
     def send_messages(
         self, entries: Sequence[str | dict[str, Any]]
     ) -> list[SentMessage | QueueError]:
         """`send_each` with each message's FIFO sequence number (what the SQS endpoint returns)."""
-        return self._send_valid(self._checked("send_messages", entries))
-
-    def _checked(
-        self, what: str, entries: Sequence[str | dict[str, Any]]
-    ) -> list[send.SendEntry | InvalidParameterValue]:
-        entries = check_list(what, entries, "bodies or entry dicts")
-        if not entries:
-            raise EmptyBatchRequest(f"{what} needs at least one entry")
-        attributes = self._ctx.record(self.name).attributes
-        outcomes: list[send.SendEntry | InvalidParameterValue] = []
-        for entry in entries:
-            try:
-                outcomes.append(send.normalize_entry(entry, attributes))
-            except InvalidParameterValue as error:
-                outcomes.append(error)
-        return outcomes
-
-    def _send_valid(
-        self, outcomes: list[send.SendEntry | InvalidParameterValue]
-    ) -> list[SentMessage | QueueError]:
-        ctx = self._ctx.quick
-        valid = [o for o in outcomes if isinstance(o, send.SendEntry)]
-        ids = iter(send.send_entries(ctx, ctx.record(self.name), valid) if valid else [])
-        return [next(ids) if isinstance(o, send.SendEntry) else o for o in outcomes]
+        outcomes = send.checked_entries("send_messages", entries, self._ctx.record(self.name))
+        return send.send_valid(self._ctx.quick, self.name, outcomes)
 
     def send_df(
         self,
@@ -217,20 +194,35 @@ class Queue:
 
     # -- changing visibility ------------------------------------------------------------------------
 
-    def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
-        """Hides the message until now + `visibility_timeout` (0: visible at once)."""
+    def change_visibility(
+        self, receipt_handle: str, visibility_timeout: int, *, latest_receive: bool = False
+    ) -> None:
+        """Hides the message until now + `visibility_timeout` (0: visible at once). With
+        `latest_receive`, a handle of an earlier receive changes the message's latest receive
+        while it is in flight (as SQS applies it) instead of raising ReceiptHandleIsInvalid."""
         check_int("visibility_timeout", visibility_timeout, 0, MAX_VISIBILITY_SECONDS)
         outcomes = rounds.change_visibility(
-            self._ctx.quick, self.name, [(receipt_handle, visibility_timeout)]
+            self._ctx.quick,
+            self.name,
+            [(receipt_handle, visibility_timeout)],
+            latest_receive=latest_receive,
         )
         error = outcomes[receipt_handle]
         if error is not None:
             raise error
 
-    def change_visibility_batch(self, entries: Sequence[tuple[str, int]]) -> BatchResult:
-        """Changes every entry's visibility in one transaction; each entry's outcome."""
+    def change_visibility_batch(
+        self, entries: Sequence[tuple[str, int]], *, latest_receive: bool = False
+    ) -> BatchResult:
+        """Changes every entry's visibility in one transaction; each entry's outcome
+        (`latest_receive` as in `change_visibility`)."""
         valid, failed = check_visibility_entries("change_visibility_batch", entries)
-        done = rounds.change_visibility_batch(self._ctx.quick, self.name, valid) if valid else None
+        ctx, name = self._ctx.quick, self.name
+        done = (
+            rounds.change_visibility_batch(ctx, name, valid, latest_receive=latest_receive)
+            if valid
+            else None
+        )
         failed.update(done.failed if done else {})
         return BatchResult(successful=done.successful if done else [], failed=failed)
 
@@ -358,6 +350,15 @@ class Queue:
         self._ctx.tables_for(record)  # a FIFO table Spark numbers needs Spark (says so)
         moves = movers(self._ctx)
         return moves.move_back(record, destination, self._ctx.now(), max_messages, message_ids)
+
+    def move_to_dead_letter_queue(self) -> int:
+        """Moves the messages that used up `max_receive_count` (their last receive timed out)
+        to the dead-letter queue now, as the next redrive pass would; returns how many. (SQS
+        moves them at the receive that finds them: the SQS endpoint calls this then.)"""
+        from .services.redrive import move_exhausted
+
+        record = self._ctx.record(self.name)
+        return move_exhausted(self._ctx, movers(self._ctx), record, self._ctx.now())
 
     # -- inspecting ---------------------------------------------------------------------------------
 

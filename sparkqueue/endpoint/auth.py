@@ -85,13 +85,15 @@ def check_signature(
     headers: Headers,
     body: bytes,
     now: datetime,
+    region: str | None = None,
 ) -> str | None:
     """The access key that signed the request (None when no keys are configured); SqsFault when
-    the request is unsigned, signed with an unknown key, badly signed, signed over too little or
-    too old. `url` is the request's URL as the client addressed it (the Host header's)."""
+    the request is unsigned, signed with an unknown key, for another region than the endpoint's
+    (`region`: pinned), badly signed, signed over too little or too old. `url` is the request's
+    URL as the client addressed it (the Host header's)."""
     if not keys:
         return None
-    found, secret, stamp, names = check_credentials(keys, headers, now)
+    found, secret, stamp, names = check_credentials(keys, headers, now, region)
     payload = hashlib.sha256(body).hexdigest()
     claimed = headers.get("x-amz-content-sha256")
     if claimed is not None and claimed.lower() != payload:
@@ -116,7 +118,7 @@ def check_signature(
 
 
 def check_credentials(
-    keys: AccessKeys, headers: Headers, now: datetime
+    keys: AccessKeys, headers: Headers, now: datetime, region: str | None = None
 ) -> tuple[re.Match[str], str, str, list[str]]:
     """Everything a signature check can tell from the head alone (a known key, a fresh date,
     every header that must be signed named): checked before a body is read, so that a client
@@ -133,6 +135,11 @@ def check_credentials(
     secret = keys.secrets.get(found["key"])
     if secret is None:
         raise SqsFault("InvalidClientTokenId", "the access key is not one this server accepts")
+    if region is not None and found["region"] != region:  # as SQS's regional endpoints refuse it
+        raise SqsFault(
+            "SignatureDoesNotMatch",
+            f"Credential should be scoped to a valid region, not '{found['region'][:40]}'.",
+        )
     stamp = headers.get("x-amz-date") or ""
     try:
         signed_at = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..limits import LONG_POLL_INTERVAL_SECONDS
 from ..model import Message
-from ..queue import Queue
 
 
 @dataclass
@@ -39,19 +39,20 @@ class LongPolls:
             self._changed.notify_all()
 
     def receive(
-        self, queue: Queue, max_messages: int, visibility_timeout: int | None, wait_seconds: int
+        self, name: str, take: Callable[[], list[Message]], wait_seconds: int
     ) -> list[Message]:
-        """Messages as soon as there are some, or none after `wait_seconds`."""
+        """What `take` (a receive on the queue `name`) finds, as soon as it finds some, or none
+        after `wait_seconds`."""
         deadline = time.monotonic() + wait_seconds
-        messages = queue.receive(max_messages, visibility_timeout=visibility_timeout)
+        messages = take()
         if messages or wait_seconds == 0:
             return messages
-        self._postpone(queue.name)
-        while self._turn(queue.name, deadline):
+        self._postpone(name)
+        while self._turn(name, deadline):
             try:
-                messages = queue.receive(max_messages, visibility_timeout=visibility_timeout)
+                messages = take()
             finally:
-                self._looked(queue.name, found=bool(messages))
+                self._looked(name, found=bool(messages))
             if messages:
                 return messages
         return []

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import QueueError, ReceiptHandleIsInvalid
 from ..limits import MAX_BATCH_BYTES, MAX_WAIT_SECONDS
+from ..model import Message
 from ..rules.checks import check_int
 from .digest import TypedValue
 from .faults import SqsFault, fault_named, fault_of
@@ -45,7 +46,8 @@ def send_message(request: Request) -> dict[str, Any]:
 @action
 def send_message_batch(request: Request) -> dict[str, Any]:
     """Valid entries go in one commit, each bad one is reported in Failed; but a batch over SQS's
-    total size, or a FIFO entry without MessageGroupId, fails the whole call (as in SQS)."""
+    total size, or a FIFO entry without MessageGroupId (or, without content-based
+    deduplication, without MessageDeduplicationId) fails the whole call (as in SQS)."""
     queue = request.queue()
     entries = _entries(request)
     if sum(size_of(e) for e in entries) > MAX_BATCH_BYTES:
@@ -59,6 +61,14 @@ def send_message_batch(request: Request) -> dict[str, Any]:
                 raise SqsFault(
                     "MissingParameter",
                     f"entry {item['Id']}: the request must contain the parameter MessageGroupId",
+                )
+            if not attributes["content_based_deduplication"] and not item.get(
+                "MessageDeduplicationId"
+            ):
+                raise SqsFault(
+                    "InvalidParameterValue",
+                    f"entry {item['Id']}: the queue should either have ContentBasedDeduplication"
+                    " enabled or MessageDeduplicationId provided explicitly",
                 )
     outcomes: dict[str, Any] = {}
     valid: list[tuple[str, dict[str, Any], dict[str, TypedValue]]] = []
@@ -90,7 +100,19 @@ def receive_message(request: Request) -> dict[str, Any]:
         params.get("AttributeNames", []) + params.get("MessageSystemAttributeNames", [])
     )
     selectors = params.get("MessageAttributeNames", [])
-    messages = request.service.polls.receive(queue, count, timeout, wait)
+    moves = queue.attributes["dead_letter_queue"] is not None and request.service.moves_at_receive(
+        queue.name
+    )
+
+    def take() -> list[Message]:
+        """Messages now; as SQS, one that used up its receives goes to the dead-letter queue
+        at the receive that finds it (a short receive looks for such, native engine only)."""
+        messages = queue.receive(count, visibility_timeout=timeout)
+        if moves and len(messages) < count and queue.move_to_dead_letter_queue():
+            messages += queue.receive(count - len(messages), visibility_timeout=timeout)
+        return messages
+
+    messages = request.service.polls.receive(queue.name, take, wait)
     return {"Messages": [received(m, system, selectors) for m in messages] or None}
 
 
@@ -126,14 +148,16 @@ def delete_message_batch(request: Request) -> dict[str, Any]:
 
 @action
 def change_message_visibility(request: Request) -> dict[str, Any]:
-    """Changes the message's visibility. An authentic handle that is no longer current is
-    InvalidParameterValue ("Message does not exist or is not available for visibility timeout
-    change"), as SQS answers it: the change did not happen, so it must not look as if it had."""
+    """Changes the message's visibility. An authentic handle of an earlier receive changes the
+    message's latest receive while it is in flight, as SQS applies it; once the message is gone
+    it is InvalidParameterValue ("Message does not exist or is not available for visibility
+    timeout change"), as SQS answers it: the change did not happen, so it must not look as if
+    it had."""
     timeout = request.required("VisibilityTimeout")
     queue = request.queue()
     handle = request.required("ReceiptHandle")
     try:
-        queue.change_visibility(handle, timeout)
+        queue.change_visibility(handle, timeout, latest_receive=True)
     except ReceiptHandleIsInvalid:
         if not request.service.authentic(queue, handle):
             raise
@@ -153,7 +177,7 @@ def change_message_visibility_batch(request: Request) -> dict[str, Any]:
         if item.get("VisibilityTimeout") is None:
             raise SqsFault("MissingParameter", f"entry {item['Id']} must give VisibilityTimeout")
         changes.append((item["ReceiptHandle"], item["VisibilityTimeout"]))
-    done = queue.change_visibility_batch(changes)
+    done = queue.change_visibility_batch(changes, latest_receive=True)
     outcomes = _by_entry(entries, handles, done.failed)
     for item, handle in zip(entries, handles, strict=True):
         invalid = done.failed.get(handle) == ReceiptHandleIsInvalid.code

@@ -13,6 +13,7 @@ from ..limits import MAX_POLICY_CHARACTERS
 from .faults import SqsFault
 
 POLICY_VERSION = "2012-10-17"
+MAX_ACTIONS = 7  # a permission names at most this many actions
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _ACCOUNT = re.compile(r"[0-9]{12}")
 # The actions a permission may name (SQS's list; "*" for all of them).
@@ -35,14 +36,19 @@ def added(
         )
     if not accounts or not all(_ACCOUNT.fullmatch(a) for a in accounts):
         raise SqsFault("InvalidParameterValue", "AWSAccountIds are 12-digit account ids")
+    if not actions:
+        raise SqsFault("MissingParameter", "the request must contain the parameter Actions")
+    if len(actions) > MAX_ACTIONS:
+        raise SqsFault(
+            "OverLimit", f"{len(actions)} Actions were found, maximum allowed is {MAX_ACTIONS}"
+        )
     unknown = [a for a in actions if a not in ACTIONS]
-    if not actions or unknown:
+    if unknown:
         raise SqsFault(
             "InvalidParameterValue",
-            f"Actions must name some of {', '.join(sorted(ACTIONS))}"
-            + (f"; not {unknown[0][:80]!r}" if unknown else ""),
+            f"Actions must name some of {', '.join(sorted(ACTIONS))}; not {unknown[0][:80]!r}",
         )
-    document = _document(policy)
+    document = _document(policy, queue_arn)
     statements = document["Statement"]
     if any(statement.get("Sid") == label for statement in statements):
         raise SqsFault("InvalidParameterValue", f"the queue's policy already has a Label {label!r}")
@@ -50,8 +56,8 @@ def added(
         {
             "Sid": label,
             "Effect": "Allow",
-            "Principal": {"AWS": [f"arn:aws:iam::{account}:root" for account in accounts]},
-            "Action": [f"SQS:{action}" for action in actions],
+            "Principal": {"AWS": _one_or_all([f"arn:aws:iam::{a}:root" for a in accounts])},
+            "Action": _one_or_all([f"SQS:{action}" for action in actions]),
             "Resource": queue_arn,
         }
     )
@@ -74,8 +80,15 @@ def removed(policy: str | None, label: str) -> str | None:
     return json.dumps({**document, "Statement": kept}) if kept else None
 
 
-def _document(policy: str | None) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(policy) if policy else {"Version": POLICY_VERSION}
+def _one_or_all(values: list[str]) -> str | list[str]:
+    """One principal or action as a plain string, several as a list: as SQS writes them."""
+    return values[0] if len(values) == 1 else values
+
+
+def _document(policy: str | None, queue_arn: str = "") -> dict[str, Any]:
+    """The stored policy, or SQS's default one for a queue that has none."""
+    fresh = {"Version": POLICY_VERSION, "Id": f"{queue_arn}/SQSDefaultPolicy"}
+    document: dict[str, Any] = json.loads(policy) if policy else fresh
     statements = document.get("Statement", [])
     document["Statement"] = [statements] if isinstance(statements, dict) else list(statements)
     return document

@@ -151,6 +151,8 @@ def purge_queue(request: Request) -> dict[str, Any]:
 @action
 def tag_queue(request: Request) -> dict[str, Any]:
     given = request.required("Tags")
+    if not given:  # as SQS: an empty map is a missing one
+        raise SqsFault("MissingParameter", "the request must contain the parameter Tags")
 
     def changes(current: dict[str, Any]) -> dict[str, Any]:
         tags = {**current["tags"], **given}
@@ -165,6 +167,10 @@ def tag_queue(request: Request) -> dict[str, Any]:
 @action
 def untag_queue(request: Request) -> dict[str, Any]:
     removed = set(request.required("TagKeys"))
+    if not removed:
+        raise SqsFault(
+            "InvalidParameterValue", "Tag keys must be between 1 and 128 characters in length"
+        )
     request.queue().update_attributes(
         lambda current: {"tags": {k: v for k, v in current["tags"].items() if k not in removed}}
     )

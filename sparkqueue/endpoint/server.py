@@ -178,9 +178,8 @@ class SqsEndpoint:
                 raise SqsFault("InvalidParameterValue", "the request target must be a path")
             origin = f"{self.scheme}://{headers.get('host') or ''}"
             if self.keys:
-                check_signature(
-                    self.keys, method, f"{origin}{target}", headers, body, datetime.now(UTC)
-                )
+                url, region = f"{origin}{target}", self.service.naming.region
+                check_signature(self.keys, method, url, headers, body, datetime.now(UTC), region)
             else:
                 check_local(method, headers, self.port, 80 if self.tls is None else 443)
             parts = urlsplit(target)
@@ -255,7 +254,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             size = body_length(self.command, headers)
             if endpoint.keys:  # no body is taken in for a client without a key
-                check_credentials(endpoint.keys, headers, datetime.now(UTC))
+                region = endpoint.service.naming.region
+                check_credentials(endpoint.keys, headers, datetime.now(UTC), region)
         except SqsFault as fault:
             status, answer, data = endpoint._fault(fault, headers.protocol, str(uuid.uuid4()))
             self.close_connection = True  # the unread body must not be taken for a request

@@ -83,6 +83,16 @@ class Service:
                 raise
             return self.broker
 
+    def moves_at_receive(self, name: str) -> bool:
+        """Whether receives on `name` move messages that used up their receives to its
+        dead-letter queue themselves, as SQS does: where the native engine serves the queue (a
+        move costs milliseconds there); otherwise the redrive passes move them."""
+        context = self.broker.context
+        record = context.registry.get(name)
+        return (
+            self.broker.engine == "native" and record is not None and not context.spark_only(record)
+        )
+
     def find(self, name: str) -> Queue | None:
         """The queue `name`, or None when there is none (or no queue could have that name)."""
         return self.queues.get(name)

@@ -147,12 +147,41 @@ def delete_batch(ctx: QueueContext, name: str, receipt_handles: list[str]) -> Ba
     return BatchResult(successful=[h for h in refs if h not in failed], failed=failed)
 
 
-def change_visibility(ctx: QueueContext, name: str, entries: list[tuple[str, int]]) -> Outcomes:
-    """Applies every entry in one ask; each handle's outcome (None: applied)."""
+def change_visibility(
+    ctx: QueueContext, name: str, entries: list[tuple[str, int]], *, latest_receive: bool = False
+) -> Outcomes:
+    """Applies every entry in one ask; each handle's outcome (None: applied). With
+    `latest_receive`, an entry whose handle a later receive superseded applies to that receive
+    while its message is in flight, as SQS applies it (the SQS endpoint's)."""
     record = ctx.record(name)
     valid, outcomes = visibility.parse_entries(record, entries)
     if valid:
         outcomes.update(submit(ctx, record, Ask(changes=tuple(valid))).changed)
+    superseded = [
+        (ref, seconds)
+        for ref, seconds in valid
+        if isinstance(outcomes[ref.handle], ReceiptHandleIsInvalid)
+        and not outcomes[ref.handle].message_gone  # type: ignore[union-attr]
+    ]
+    if latest_receive and superseded:
+        outcomes.update(_to_latest_receives(ctx, record, superseded))
+    return outcomes
+
+
+def _to_latest_receives(
+    ctx: QueueContext, record: QueueRecord, superseded: list[tuple[HandleRef, int]]
+) -> Outcomes:
+    """Superseded handles' changes applied to their messages' current receives, in one ask."""
+    held = visibility.current_receives(ctx, record, [ref for ref, _ in superseded])
+    again = {held[ref.message_id].handle: (held[ref.message_id], seconds)
+             for ref, seconds in superseded if ref.message_id in held}  # fmt: skip
+    applied = submit(ctx, record, Ask(changes=tuple(again.values()))).changed if again else {}
+    outcomes: Outcomes = {}
+    for ref, _ in superseded:
+        current = held.get(ref.message_id)
+        outcomes[ref.handle] = (
+            applied[current.handle] if current is not None else visibility.not_in_flight(ref)
+        )
     return outcomes
 
 
@@ -162,10 +191,10 @@ def extend(ctx: QueueContext, name: str, receipt_handles: list[str], seconds: in
 
 
 def change_visibility_batch(
-    ctx: QueueContext, name: str, entries: list[tuple[str, int]]
+    ctx: QueueContext, name: str, entries: list[tuple[str, int]], *, latest_receive: bool = False
 ) -> BatchResult:
     """`change_visibility` with each entry's outcome as a BatchResult."""
-    outcomes = change_visibility(ctx, name, entries)
+    outcomes = change_visibility(ctx, name, entries, latest_receive=latest_receive)
     return BatchResult(
         successful=[handle for handle, error in outcomes.items() if error is None],
         failed={handle: error.code for handle, error in outcomes.items() if error is not None},

@@ -11,10 +11,10 @@ from typing import Any
 
 from ..attributes import QueueAttributes
 from ..clock import to_micros
-from ..errors import InvalidParameterValue
+from ..errors import EmptyBatchRequest, InvalidParameterValue
 from ..limits import MAX_DELAY_SECONDS, SEND_ROUND_MAX_BYTES, SEND_ROUND_MAX_ROWS
 from ..model import SentMessage
-from ..rules.checks import check_int
+from ..rules.checks import check_int, check_list
 from ..rules.ids import content_deduplication_id, new_message_id
 from ..rules.validation import (
     check_attribute_types,
@@ -76,6 +76,32 @@ def normalize_entry(entry: str | dict[str, Any], attrs: QueueAttributes) -> Send
         delay = attrs.delay_seconds
     check_int("delay_seconds", delay, 0, MAX_DELAY_SECONDS)
     return SendEntry(body, attributes, group_id, deduplication_id, delay, attribute_types)
+
+
+def checked_entries(
+    what: str, entries: Sequence[str | dict[str, Any]], record: QueueRecord
+) -> list[SendEntry | InvalidParameterValue]:
+    """Each entry of a batch validated, or the error that keeps it out (EmptyBatchRequest for
+    none at all)."""
+    entries = check_list(what, entries, "bodies or entry dicts")
+    if not entries:
+        raise EmptyBatchRequest(f"{what} needs at least one entry")
+    outcomes: list[SendEntry | InvalidParameterValue] = []
+    for entry in entries:
+        try:
+            outcomes.append(normalize_entry(entry, record.attributes))
+        except InvalidParameterValue as error:
+            outcomes.append(error)
+    return outcomes
+
+
+def send_valid(
+    ctx: QueueContext, name: str, outcomes: list[SendEntry | InvalidParameterValue]
+) -> list[SentMessage | InvalidParameterValue]:
+    """Sends the valid entries in one commit; per entry what it sent, or its error."""
+    valid = [o for o in outcomes if isinstance(o, SendEntry)]
+    sent = iter(send_entries(ctx, ctx.record(name), valid) if valid else [])
+    return [next(sent) if isinstance(o, SendEntry) else o for o in outcomes]
 
 
 def send_entries(

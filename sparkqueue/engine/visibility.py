@@ -15,6 +15,7 @@ from ..rules import handles
 from ..rules.expr import Expr, col, lit, micros, when
 from ..rules.handles import HandleRef
 from ..store.registry import QueueRecord
+from .conditions import being_moved, in_flight
 from .context import QueueContext
 
 Outcomes = dict[str, QueueError | None]  # receipt handle -> its error, or None when it applied
@@ -123,10 +124,7 @@ def diagnose(
         elif row.visible_at == targets[ref.handle]:
             outcomes[ref.handle] = None
         elif row.visible_at <= now:
-            outcomes[ref.handle] = MessageNotInflight(
-                f"message {ref.message_id} is not in flight: its visibility timeout already"
-                " ended; receive it again to get a new handle"
-            )
+            outcomes[ref.handle] = not_in_flight(ref)
         else:
             outcomes[ref.handle] = InvalidParameterValue(
                 f"visibility_timeout {seconds} would hide message {ref.message_id} more than"
@@ -134,3 +132,28 @@ def diagnose(
                 " handle; use a smaller value"
             )
     return outcomes
+
+
+def not_in_flight(ref: HandleRef) -> MessageNotInflight:
+    return MessageNotInflight(
+        f"message {ref.message_id} is not in flight: its visibility timeout already ended;"
+        " receive it again to get a new handle"
+    )
+
+
+def current_receives(
+    ctx: QueueContext, record: QueueRecord, refs: list[HandleRef]
+) -> dict[str, HandleRef]:
+    """Of these messages, those in flight now, each with the handle of its latest receive."""
+    now = ctx.now()
+    rows = ctx.tables_for(record).select(
+        record.location,
+        ["message_id", "shard", "receipt_handle"],
+        col("shard").isin([ref.shard for ref in refs])
+        & col("message_id").isin([ref.message_id for ref in refs])
+        & in_flight(now)
+        & ~being_moved(),
+    )
+    return {
+        row.message_id: HandleRef(row.receipt_handle, row.shard, row.message_id) for row in rows
+    }

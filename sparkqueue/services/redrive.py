@@ -28,7 +28,7 @@ from ..engine.conditions import (
 )
 from ..engine.context import QueueContext
 from ..engine.movers import movers
-from ..engine.moves import StepHook, no_hook
+from ..engine.moves import Moves, StepHook, no_hook
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..model import QueueRedrive, RedriveReport
 from ..rules.expr import col, lit, micros, null, when
@@ -162,16 +162,9 @@ class Redrive:
         if todo["pending"]:
             step("finishing interrupted moves")
             moved += self._mover.finish_pending(record, now)
-        target = attrs.dead_letter_queue
-        if todo["exhausted"] and target is not None:
-            dead = self._ctx.registry.get(target)
-            if dead is None:
-                log.warning("redrive %s: dead-letter queue %r does not exist", name, target)
-            elif not self._mover.writable(dead):
-                log.warning("redrive %s: this broker cannot write %r; not moving", name, target)
-            else:
-                step(f"moving exhausted messages to {target!r}")
-                moved += self._mover.move(record, exhausted(now, attrs), target, now)
+        if todo["exhausted"]:
+            step("moving exhausted messages to the dead-letter queue")
+            moved += move_exhausted(self._ctx, self._mover, record, now)
         released = expired = 0
         location = record.location
         if todo["expired_receives"]:
@@ -277,6 +270,23 @@ class Redrive:
             self._upkeep_at[name] = last or now
             return last
         return self._upkeep_at[name]
+
+
+def move_exhausted(ctx: QueueContext, mover: Moves, record: QueueRecord, now: datetime) -> int:
+    """Moves the queue's messages that used up their receives (and whose last one timed out)
+    to its dead-letter queue; how many. A dead-letter queue that is gone, or that this broker
+    cannot write, is logged and left for a broker that can."""
+    target = record.attributes.dead_letter_queue
+    if target is None:
+        return 0
+    dead = ctx.registry.get(target)
+    if dead is None:
+        log.warning("redrive %s: dead-letter queue %r does not exist", record.name, target)
+        return 0
+    if not mover.writable(dead):
+        log.warning("redrive %s: this broker cannot write %r; not moving", record.name, target)
+        return 0
+    return mover.move(record, exhausted(now, record.attributes), target, now)
 
 
 def run_schedule(

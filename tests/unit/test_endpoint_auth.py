@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import boto3
 import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -172,3 +173,27 @@ def test_the_header_map_is_case_insensitive_and_knows_repeats():
     assert Headers.of([("Content-Type", FORM)]).protocol == "query"
     with pytest.raises(SqsFault):
         Headers.of([("bad name", "x")]).check()
+
+
+def test_a_region_pinned_endpoint_refuses_a_signature_for_another_region():
+    """SQS's regional endpoints answer a request signed for another region 403
+    SignatureDoesNotMatch; so does an endpoint pinned with --region (one serving any region
+    takes any)."""
+    broker = RecordingBroker("orders")
+    with serving(broker, region="eu-west-3", redrive_every=0) as pinned:
+        signed = capture(pinned.url, "list_queues")  # signed for us-east-1
+        answer = send(address(pinned), "POST", signed.path, signed.fields, signed.body)
+        assert (answer.status, answer.code) == (403, "SignatureDoesNotMatch")
+        assert b"us-east-1" in answer.body and broker.calls == []
+        mine = boto3.client(
+            "sqs",
+            endpoint_url=pinned.url,
+            region_name="eu-west-3",
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+        )
+        signed = capture(pinned.url, "list_queues", client=mine)
+        assert send(address(pinned), "POST", signed.path, signed.fields, signed.body).status == 200
+    with serving(RecordingBroker("orders"), redrive_every=0) as free:
+        signed = capture(free.url, "list_queues")
+        assert send(address(free), "POST", signed.path, signed.fields, signed.body).status == 200

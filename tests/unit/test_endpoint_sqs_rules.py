@@ -111,8 +111,20 @@ def test_permissions_edit_the_policy_by_label():
     policy = permissions.added(None, "a", ["111122223333"], ["SendMessage"], arn)
     policy = permissions.added(policy, "b", ["444455556666"], ["*"], arn)
     document = json.loads(policy)
+    assert document["Id"] == f"{arn}/SQSDefaultPolicy"  # as SQS writes a policy it starts
     assert [s["Sid"] for s in document["Statement"]] == ["a", "b"]
-    assert document["Statement"][0]["Action"] == ["SQS:SendMessage"]
+    first = document["Statement"][0]  # one principal, one action: plain strings, as SQS's
+    assert first["Action"] == "SQS:SendMessage"
+    assert first["Principal"] == {"AWS": "arn:aws:iam::111122223333:root"}
+    two = json.loads(permissions.added(None, "c", ["111122223333", "444455556666"],
+                                       ["SendMessage", "ReceiveMessage"], arn))  # fmt: skip
+    assert two["Statement"][0]["Action"] == ["SQS:SendMessage", "SQS:ReceiveMessage"]
+    assert len(two["Statement"][0]["Principal"]["AWS"]) == 2
+    assert fault(permissions.added, None, "c", ["111122223333"], [], arn) == "MissingParameter"
+    eight = ["SendMessage", "ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility",
+             "GetQueueAttributes", "GetQueueUrl", "PurgeQueue", "ListQueueTags"]  # fmt: skip
+    assert fault(permissions.added, None, "c", ["111122223333"], eight, arn) == "OverLimit"
+    assert json.loads(permissions.added(None, "c", ["111122223333"], eight[:7], arn))
     assert fault(permissions.added, policy, "a", ["111122223333"], ["SendMessage"], arn) == (
         "InvalidParameterValue"
     )

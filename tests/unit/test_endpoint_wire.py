@@ -199,7 +199,7 @@ class EmptyQueue:
         self.looks = 0
         self.lock = threading.Lock()
 
-    def receive(self, max_messages: int, *, visibility_timeout: int | None) -> list:
+    def receive(self) -> list:
         with self.lock:
             self.looks += 1
         time.sleep(0.05)  # a read of the table
@@ -208,7 +208,10 @@ class EmptyQueue:
 
 def test_waiting_receives_take_turns_at_looking():
     queue, polls = EmptyQueue(), LongPolls(interval=0.5)
-    waiters = [threading.Thread(target=polls.receive, args=(queue, 1, None, 2)) for _ in range(20)]
+    waiters = [
+        threading.Thread(target=polls.receive, args=(queue.name, queue.receive, 2))
+        for _ in range(20)
+    ]
     started = time.monotonic()
     for waiter in waiters:
         waiter.start()
@@ -226,13 +229,13 @@ def test_a_send_wakes_waiting_receives_at_once():
             super().__init__()
             self.sent = threading.Event()
 
-        def receive(self, max_messages: int, *, visibility_timeout: int | None) -> list:
-            super().receive(max_messages, visibility_timeout=visibility_timeout)
+        def receive(self) -> list:
+            super().receive()
             return ["message"] if self.sent.is_set() else []
 
     queue, polls = Arriving(), LongPolls(interval=30)  # no periodic look would come in time
     got: list = []
-    waiter = threading.Thread(target=lambda: got.extend(polls.receive(queue, 1, None, 20)))
+    waiter = threading.Thread(target=lambda: got.extend(polls.receive("q", queue.receive, 20)))
     waiter.start()
     time.sleep(0.3)
     queue.sent.set()
