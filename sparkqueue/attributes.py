@@ -86,8 +86,8 @@ class QueueAttributes:
             check_queue_name(self.dead_letter_queue)
         if self.content_based_deduplication and not self.fifo:
             raise InvalidParameterValue("content_based_deduplication applies to FIFO queues only")
-        if self.redrive_allow_policy is not None:
-            _redrive_sources(self.redrive_allow_policy)
+        if self.redrive_allow_policy is not None and not isinstance(self.redrive_allow_policy, str):
+            raise InvalidParameterValue("redrive_allow_policy must be a JSON str or None")
         _check_tags(self.tags)
         if not isinstance(self.sqs_metadata, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.sqs_metadata.items()
@@ -176,11 +176,23 @@ def _redrive_sources(policy: object) -> frozenset[str] | None:
     return frozenset(arn.rsplit(":", 1)[-1] for arn in arns) if by_queue else frozenset()
 
 
+def check_redrive_allow_policy(policy: str | None) -> None:
+    """Raises InvalidParameterValue unless `policy` is a RedriveAllowPolicy SQS would take
+    (checked when it is set; a stored one is read as it is, see `takes_dead_letters_from`)."""
+    if policy is not None:
+        _redrive_sources(policy)
+
+
 def takes_dead_letters_from(redrive_allow_policy: str | None, source: str) -> bool:
     """Whether a queue with this RedriveAllowPolicy lets the queue `source` name it as its
     dead-letter queue. Sources are compared by queue name (the last part of each ARN, or a bare
-    name) whatever region an ARN names: one root (one endpoint) is one namespace of queues."""
+    name) whatever region an ARN names: one root (one endpoint) is one namespace of queues. A
+    stored policy no check ever read (set by a version that kept any text) lets every queue in,
+    as that version did."""
     if redrive_allow_policy is None:
         return True
-    sources = _redrive_sources(redrive_allow_policy)
+    try:
+        sources = _redrive_sources(redrive_allow_policy)
+    except InvalidParameterValue:
+        return True
     return sources is None or source in sources

@@ -18,12 +18,10 @@ from .errors import InvalidParameterValue, QueueDoesNotExist, QueueError
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
 from .model import BatchResult, ConsumeReport, Message, MessageEvent, QueueStats, SentMessage
 from .rules.checks import (
-    check_fraction,
     check_int,
     check_message_ids,
     check_queue_name,
     check_receipt_handles,
-    check_seconds,
     check_visibility_entries,
 )
 from .services import worker
@@ -64,7 +62,7 @@ class Queue:
         def change(current: QueueAttributes) -> QueueAttributes:
             changes = {**changes_of(current.as_dict()), "modified_at": modified_at}
             updated = current.changed(changes)
-            lifecycle.check_dead_letter_queue(self._ctx, self.name, updated)
+            lifecycle.check_dead_letter_queue(self._ctx, self.name, updated, current)
             return updated
 
         if not self._ctx.registry.change_attributes(self.name, change):
@@ -256,22 +254,14 @@ class Queue:
         `flush_interval` s or at `max_pending` entries. A prefetched message is handed out only
         while at least `min_visibility_share` of its visibility timeout (the queue's, or
         `visibility_timeout`) is left; unserved ones are released when the client closes."""
-        record = self._ctx.record(self.name)
-        if record.attributes.fifo:
-            raise InvalidParameterValue(
-                f"{self.name!r} is a FIFO queue: the buffered client serves standard queues only"
-                " (as SQS's does), since prefetching would hand one group's messages to several"
-                " callers at once; use receive() on FIFO queues"
-            )
-        timeout = _visibility(visibility_timeout)
         return BufferedQueue(
             self._ctx,
             self.name,
-            prefetch=check_int("prefetch", prefetch, 1, MAX_RECEIVE),
-            flush_interval=check_seconds("flush_interval", flush_interval, allow_zero=False),
-            max_pending=check_int("max_pending", max_pending, 1, MAX_RECEIVE),
-            visibility_timeout=record.attributes.visibility_timeout if timeout is None else timeout,
-            min_visibility_share=check_fraction("min_visibility_share", min_visibility_share),
+            prefetch=prefetch,
+            flush_interval=flush_interval,
+            max_pending=max_pending,
+            visibility_timeout=_visibility(visibility_timeout),
+            min_visibility_share=min_visibility_share,
         )
 
     # -- worker loop and effectively-once results ---------------------------------------------------
@@ -351,14 +341,19 @@ class Queue:
         moves = movers(self._ctx)
         return moves.move_back(record, destination, self._ctx.now(), max_messages, message_ids)
 
-    def move_to_dead_letter_queue(self) -> int:
+    def move_to_dead_letter_queue(self, limit: int | None = None) -> int:
         """Moves the messages that used up `max_receive_count` (their last receive timed out)
-        to the dead-letter queue now, as the next redrive pass would; returns how many. (SQS
-        moves them at the receive that finds them: the SQS endpoint calls this then.)"""
-        from .services.redrive import move_exhausted
+        to the dead-letter queue now, as the next redrive pass would (up to `limit`); returns
+        how many (0 without a dead-letter queue this broker can write). SQS moves them at the
+        receive that finds them: the SQS endpoint calls this then."""
+        from .services.redrive import dead_letters_of, move_exhausted
 
-        record = self._ctx.record(self.name)
-        return move_exhausted(self._ctx, movers(self._ctx), record, self._ctx.now())
+        if limit is not None:
+            check_int("limit", limit, 1, MAX_RECEIVE_DF)
+        record, mover = self._ctx.record(self.name), movers(self._ctx)
+        if dead_letters_of(self._ctx, mover, record) is None:
+            return 0
+        return move_exhausted(self._ctx, mover, record, self._ctx.now(), limit)
 
     # -- inspecting ---------------------------------------------------------------------------------
 

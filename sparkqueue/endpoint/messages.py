@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 from ..errors import QueueError, ReceiptHandleIsInvalid
 from ..limits import MAX_BATCH_BYTES, MAX_WAIT_SECONDS
 from ..model import Message
+from ..queue import Queue
 from ..rules.checks import check_int
 from .digest import TypedValue
 from .faults import SqsFault, fault_named, fault_of
@@ -23,6 +25,8 @@ from .shapes import (
 )
 
 MAX_RECEIVED = 10
+MOVES_AT_RECEIVE = 100  # the most messages one receive moves to its dead-letter queue
+log = logging.getLogger(__name__)
 MAX_BATCH = 10
 _ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
 # What SQS answers ChangeMessageVisibility with an authentic handle that is no longer current
@@ -106,14 +110,25 @@ def receive_message(request: Request) -> dict[str, Any]:
 
     def take() -> list[Message]:
         """Messages now; as SQS, one that used up its receives goes to the dead-letter queue
-        at the receive that finds it (a short receive looks for such, native engine only)."""
+        at the receive that finds it (a short receive looks for such, native engine only). The
+        move comes before a second receive, never in the way of messages already received."""
         messages = queue.receive(count, visibility_timeout=timeout)
-        if moves and len(messages) < count and queue.move_to_dead_letter_queue():
+        if moves and len(messages) < count and _moved_to_dead_letters(queue):
             messages += queue.receive(count - len(messages), visibility_timeout=timeout)
         return messages
 
     messages = request.service.polls.receive(queue.name, take, wait)
     return {"Messages": [received(m, system, selectors) for m in messages] or None}
+
+
+def _moved_to_dead_letters(queue: Queue) -> int:
+    """A receive's dead-letter moves: any failure (a conflict, a dead-letter queue being
+    deleted) is logged and left to the redrive pass."""
+    try:
+        return queue.move_to_dead_letter_queue(limit=MOVES_AT_RECEIVE)
+    except Exception:
+        log.warning("dead-letter moves at a receive on %r failed", queue.name, exc_info=True)
+        return 0
 
 
 @action

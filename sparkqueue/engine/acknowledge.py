@@ -58,24 +58,27 @@ def present(ctx: QueueContext, record: QueueRecord, shards: list[int], ids: list
 
 
 def stale_beside(ctx: QueueContext, record: QueueRecord, refs: dict[str, HandleRef]) -> list[str]:
-    """Of several handles a batch gives for one message, those the message does not hold now
-    (all but one of them, also when it holds none: that one's delete then finds it superseded,
-    or the message gone). Read only when a batch names a message twice."""
+    """Of several handles a batch gives for one message, those that are not the one the message
+    holds now, when it holds one of them (`delete` of such a handle alone would be refused).
+    Read only when a batch names a message twice; a message gone, or holding none of them,
+    leaves every handle to the delete itself."""
     by_message: dict[str, list[str]] = {}
     for handle, ref in refs.items():
         by_message.setdefault(ref.message_id, []).append(handle)
     repeated = {message_id: found for message_id, found in by_message.items() if len(found) > 1}
     if not repeated:
         return []
+    shards = [refs[handle].shard for found in repeated.values() for handle in found]
     rows = ctx.tables_for(record).select(
         record.location,
         ["message_id", "receipt_handle"],
-        col("shard").isin([refs[found[0]].shard for found in repeated.values()])
-        & col("message_id").isin(list(repeated)),
+        col("shard").isin(shards) & col("message_id").isin(list(repeated)),
     )
-    holds = {row.message_id: row.receipt_handle for row in rows}
-    stale = []
-    for message_id, found in repeated.items():
-        kept = holds.get(message_id) if holds.get(message_id) in found else found[0]
-        stale += [handle for handle in found if handle != kept]
-    return stale
+    held = {row.receipt_handle for row in rows}
+    return [
+        handle
+        for found in repeated.values()
+        if not held.isdisjoint(found)
+        for handle in found
+        if handle not in held
+    ]

@@ -225,8 +225,10 @@ class _Claim:
         ctx, record = self.ctx, self.record
         snapshot = FifoSnapshot(ctx, record, in_spark=True)
         ok = claimable(self.now, record.attributes)
-        prefixes = snapshot.deliverable(now=self.now, ok=ok, order=FULLEST, salt=self.token)
-        self._stage(prefixes.limit(wanted), [])
+        prefixes = snapshot.deliverable(
+            now=self.now, ok=ok, order=FULLEST, salt=self.token, limit=wanted
+        )
+        self._stage(prefixes, [])
         claimed = ctx.storage.read(self.claims_table).where(F.col("claim_id") == self.token)
         per_shard = claimed.groupBy("shard").count().collect()
         if not per_shard:

@@ -94,13 +94,20 @@ def duplicates_in(table: DataFrame) -> list[str]:
 
 
 def deliverable(
-    table: DataFrame, *, living: Expr, ok: Expr, held: Expr, order: str, salt: str = ""
+    table: DataFrame,
+    *,
+    living: Expr,
+    ok: Expr,
+    held: Expr,
+    order: str,
+    salt: str = "",
+    limit: int | None = None,
 ) -> DataFrame:
-    """What a FIFO receive (or move) may take: among `living` rows, each group with no `held` row
-    gives its `ok` rows up to its first row that is not; groups in `order` (native_fifo's
-    GROUP_ORDERS), each in sequence order, so any limit keeps them prefixes. Spark's rendering
-    of native_fifo.group_prefixes (tests/integration/test_fifo_engines.py holds the two alike).
-    """
+    """Up to `limit` rows a FIFO receive (or move) may take: among `living` rows, each group with
+    no `held` row gives its `ok` rows up to its first row that is not; groups in `order`
+    (native_fifo's GROUP_ORDERS), each in sequence order, so the limit keeps them prefixes.
+    Spark's rendering of native_fifo.group_prefixes (tests/integration/test_fifo_engines.py
+    holds the two alike)."""
     group = Window.partitionBy("group_id")
     ok_column = to_column(ok)
     prefixes = (
@@ -125,13 +132,12 @@ def deliverable(
             }
         )
     )
-    first = {
-        FULLEST: [F.col("_size").desc(), F.col("_shuffled")],
-        OLDEST: [F.col("_head")],
-    }[order]
-    return prefixes.orderBy(*first, "group_id", "sequence_number", "message_id").drop(
+    size = F.col("_size") if limit is None else F.least("_size", F.lit(limit))
+    first = {FULLEST: [size.desc(), F.col("_shuffled")], OLDEST: [F.col("_head")]}[order]
+    chosen = prefixes.orderBy(*first, "group_id", "sequence_number", "message_id").drop(
         "_ok", "_held", "_blocked", "_stop", "_size", "_head", "_shuffled"
     )
+    return chosen if limit is None else chosen.limit(limit)
 
 
 def originals(table: DataFrame, sent: dict[str, str]) -> dict[str, SentMessage]:
@@ -180,7 +186,8 @@ def retire(
     def attempt() -> int:
         table = pinned(ctx, record)
         source = table.where(to_column(rule & not_duplicate(duplicates_in(table))))
-        source = source.select("shard", "message_id").persist()
+        # one row per key: a row moving out beside its message moved back shares one
+        source = source.select("shard", "message_id").dropDuplicates().persist()
         try:
             shards = [row.shard for row in source.select("shard").distinct().collect()]
             if not shards:

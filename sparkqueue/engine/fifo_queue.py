@@ -88,8 +88,8 @@ class FifoSnapshot:
         if self._native is None:
             from ..store.spark_tables import collect_rows
 
-            chosen = self.deliverable(now=now, ok=ok, order=order, salt=salt)
-            return collect_rows(chosen.limit(limit), columns)
+            chosen = self.deliverable(now=now, ok=ok, order=order, salt=salt, limit=limit)
+            return collect_rows(chosen, columns)
         from ..store.native_fifo import group_prefixes
 
         return group_prefixes(
@@ -105,7 +105,9 @@ class FifoSnapshot:
             at=self._at,
         )
 
-    def deliverable(self, *, now: datetime, ok: Expr, order: str, salt: str = "") -> DataFrame:
+    def deliverable(
+        self, *, now: datetime, ok: Expr, order: str, salt: str = "", limit: int | None = None
+    ) -> DataFrame:
         """`prefixes` as a Spark DataFrame, for claims and moves at DataFrame scale (a snapshot
         read `in_spark`)."""
         from .fifo import deliverable
@@ -113,7 +115,13 @@ class FifoSnapshot:
         assert self._native is None, "a DataFrame needs a snapshot read in Spark"
         living = alive(now, self._record.attributes) & self.kept
         return deliverable(
-            self._frame, living=living, ok=ok, held=in_flight(now), order=order, salt=salt
+            self._frame,
+            living=living,
+            ok=ok,
+            held=in_flight(now),
+            order=order,
+            salt=salt,
+            limit=limit,
         )
 
     def aggregate(self, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..attributes import QueueAttributes, takes_dead_letters_from
+from ..attributes import QueueAttributes, check_redrive_allow_policy, takes_dead_letters_from
 from ..errors import InvalidParameterValue, QueueAlreadyExists, QueueDoesNotExist
 from ..rules.handles import new_token
 from ..store.registry import QueueRecord
@@ -82,11 +82,20 @@ def delete_queue(ctx: QueueContext, name: str) -> None:
         raise QueueDoesNotExist(f"queue {name!r} does not exist")
 
 
-def check_dead_letter_queue(ctx: QueueContext, name: str, attributes: QueueAttributes) -> None:
-    """A dead-letter queue must exist on this broker, be of the same type, not be itself, and
-    let this queue in (its redrive_allow_policy)."""
+def check_dead_letter_queue(
+    ctx: QueueContext,
+    name: str,
+    attributes: QueueAttributes,
+    before: QueueAttributes | None = None,
+) -> None:
+    """Checks what creating a queue with `attributes`, or changing its attributes from `before`
+    to them, sets: a redrive_allow_policy SQS would take; a dead-letter queue that exists on this
+    broker, is of the same type, is not the queue itself and lets it in (its
+    redrive_allow_policy). What a change leaves as it was is not checked again, as in SQS."""
+    if before is None or attributes.redrive_allow_policy != before.redrive_allow_policy:
+        check_redrive_allow_policy(attributes.redrive_allow_policy)
     target = attributes.dead_letter_queue
-    if target is None:
+    if target is None or (before is not None and before.dead_letter_queue == target):
         return
     if target == name:
         raise InvalidParameterValue(f"queue {name!r} cannot be its own dead-letter queue")
@@ -103,5 +112,5 @@ def check_dead_letter_queue(ctx: QueueContext, name: str, attributes: QueueAttri
     if not takes_dead_letters_from(record.attributes.redrive_allow_policy, name):
         raise InvalidParameterValue(
             f"the redrive_allow_policy of {target!r} does not let {name!r} use it as its"
-            f" dead-letter queue (it allows: {record.attributes.redrive_allow_policy})"
+            " dead-letter queue"
         )

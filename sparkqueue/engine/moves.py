@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..errors import UnsupportedOperation
+from ..errors import QueueDoesNotExist, UnsupportedOperation
 from ..limits import MAX_RECEIVE_DF, MOVE_HOLD
 from ..rules import handles
 from ..rules.expr import Expr, col, lit, null
@@ -41,7 +41,7 @@ from ..store.registry import QueueRecord
 from ..store.schema import MESSAGE_COLUMNS
 from ..store.statements import Row
 from .claim import as_read, unless_stale
-from .conditions import alive, being_moved, due, retire
+from .conditions import alive, being_moved, due, is_message, retire
 from .context import QueueContext
 from .fifo_queue import FifoSnapshot
 
@@ -176,7 +176,8 @@ class Moves:
     def _finish(self, source: QueueRecord, marker: str, now: datetime) -> int:
         """Steps 2 and 3 for one marker; both are no-ops when already done. A destination this
         broker cannot write keeps the marked rows for a broker that can (logged, never raised:
-        the rest of a redrive pass goes on)."""
+        the rest of a redrive pass goes on); one that is gone, or whose table is gone (a
+        deletion under way, or one a crash cut short), gives them back to the source."""
         target_name = marker.split(":", 2)[2]
         target = self._ctx.registry.get(target_name)
         if target is None:
@@ -185,7 +186,13 @@ class Moves:
         if not self.writable(target):
             log.warning("moves to %r wait for a broker that can write it", target_name)
             return 0
-        self._copy(source, marker, target, now)
+        try:
+            self._copy(source, marker, target, now)
+        except QueueDoesNotExist:
+            if self._ctx.tables.exists(target.location):
+                raise  # the source is the one gone: the caller says so
+            self._unmark(source, marker, now)
+            return 0
         self._on_step("copied", source.name)
         moved = self._store.change_where(
             source.location,
@@ -197,17 +204,38 @@ class Moves:
         return moved
 
     def _unmark(self, source: QueueRecord, marker: str, now: datetime) -> None:
-        """The destination is gone: the rows stay in the source, visible again."""
+        """The destination is gone: the rows stay in the source, visible again; but a row whose
+        message has come back meanwhile (a move back landed beside it) goes, so that the message
+        is in the source once."""
+        marked = col("receipt_handle") == marker
+        ids = [row.message_id for row in self._rows(source, ["message_id"], marked)]
+        back = is_message() & ~being_moved() & col("message_id").isin(ids)
+        returned = sorted({row.message_id for row in self._rows(source, ["message_id"], back)})
+        what = f"cancelling moves from {source.name!r}"
+        if returned:
+            rows = marked & col("message_id").isin(returned)
+            self._store.change_where(source.location, rows, what, values=retire(source.attributes))
         self._store.change_where(
             source.location,
-            col("receipt_handle") == marker,
-            f"cancelling moves from {source.name!r}",
+            marked,
+            what,
             values={
                 "receipt_handle": null("string"),
                 "visible_at": lit(now),
                 "handle_issued_at": null("timestamp"),
             },
         )
+
+    def _pending(self, source: QueueRecord) -> list[str]:
+        """The markers of moves an interrupted run left in `source`."""
+        return sorted(
+            {row.receipt_handle for row in self._rows(source, ["receipt_handle"], being_moved())}
+        )
+
+    def _origins(self, source: QueueRecord) -> list[str]:
+        """The queues `source`'s messages were moved from."""
+        found = col("moved_from").is_not_null()
+        return sorted({row.moved_from for row in self._rows(source, ["moved_from"], found)})
 
     # -- how rows are read and copied: each engine's ------------------------------------------
 
@@ -228,10 +256,8 @@ class Moves:
     def _copy(self, source: QueueRecord, marker: str, target: QueueRecord, now: datetime) -> None:
         raise NotImplementedError
 
-    def _pending(self, source: QueueRecord) -> list[str]:
-        raise NotImplementedError
-
-    def _origins(self, source: QueueRecord) -> list[str]:
+    def _rows(self, source: QueueRecord, columns: list[str], rule: Expr) -> list[Row]:
+        """The `source` rows meeting `rule`, with `columns`."""
         raise NotImplementedError
 
 
@@ -328,10 +354,5 @@ class RowMoves(Moves):
         placed = [{**row, **arrival, "shard": shard} for row in rows]
         self._native.append_rows(target.location, MESSAGE_COLUMNS, placed, what, app_id=marker)
 
-    def _pending(self, source: QueueRecord) -> list[str]:
-        rows = self._native.select(source.location, ["receipt_handle"], being_moved())
-        return sorted({row.receipt_handle for row in rows})
-
-    def _origins(self, source: QueueRecord) -> list[str]:
-        rows = self._native.select(source.location, ["moved_from"], col("moved_from").is_not_null())
-        return sorted({row.moved_from for row in rows})
+    def _rows(self, source: QueueRecord, columns: list[str], rule: Expr) -> list[Row]:
+        return self._native.select(source.location, columns, rule)

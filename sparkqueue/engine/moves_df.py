@@ -7,14 +7,15 @@ from datetime import datetime
 
 from pyspark.sql import functions as F
 
+from ..rules.expr import Expr
 from ..store.dml import in_list
 from ..store.native_fifo import OLDEST
 from ..store.registry import QueueRecord
 from ..store.spark_exprs import to_column, unless_stale_column
 from ..store.spark_schema import MESSAGE_SCHEMA
-from ..store.spark_tables import write_options
+from ..store.spark_tables import collect_rows, write_options
+from ..store.statements import Row
 from . import fifo
-from .conditions import being_moved
 from .context import QueueContext
 from .fifo import ENTRY_ORDER, home_shard, in_entry_order
 from .fifo_queue import FifoSnapshot
@@ -58,7 +59,9 @@ class Mover(Moves):
             # One pinned snapshot, so the shard list and the MERGE source agree.
             if fifo:
                 snapshot = FifoSnapshot(self._ctx, source, in_spark=True)
-                chosen = snapshot.deliverable(now=marking.now, ok=condition, order=OLDEST)
+                chosen = snapshot.deliverable(
+                    now=marking.now, ok=condition, order=OLDEST, limit=limit
+                )
             else:
                 version = None if limit is None else storage.version(source.location)
                 chosen = (
@@ -69,7 +72,7 @@ class Mover(Moves):
             chosen = chosen.select(
                 "shard", "message_id", "receipt_handle", "receive_count", marker.alias("m")
             )
-            if limit is not None:
+            if limit is not None and not fifo:
                 chosen = chosen.limit(limit)
             groups = chosen.groupBy("shard", "m").count().collect()
             if not groups:
@@ -122,22 +125,5 @@ class Mover(Moves):
         rows = in_entry_order(rows) if ordered else rows.drop(ENTRY_ORDER)
         self._storage.append(target.location, rows, what, options=write_options(marker))
 
-    def _pending(self, source: QueueRecord) -> list[str]:
-        rows = (
-            self._storage.read(source.location)
-            .where(to_column(being_moved()))
-            .select("receipt_handle")
-            .distinct()
-            .collect()
-        )
-        return [row.receipt_handle for row in rows]
-
-    def _origins(self, source: QueueRecord) -> list[str]:
-        rows = (
-            self._storage.read(source.location)
-            .where(F.col("moved_from").isNotNull())
-            .select("moved_from")
-            .distinct()
-            .collect()
-        )
-        return [row.moved_from for row in rows]
+    def _rows(self, source: QueueRecord, columns: list[str], rule: Expr) -> list[Row]:
+        return collect_rows(self._storage.read(source.location).where(to_column(rule)), columns)

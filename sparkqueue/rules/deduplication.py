@@ -7,9 +7,9 @@ order (ties broken by message id) to find the accepted send it falls under. Dedu
 sends only: a row a move copied in keeps its original send time and id but takes a new place in
 the sequence, so it is never a duplicate and never makes a later send one.
 
-engine/fifo.py renders the same rule over a whole Spark table (`with_duplicates_flagged`); this
-is the rendering for rows already read (the native engine's receives and counts, and every
-send's answer); tests/integration/test_fifo_engines.py holds the two to one table of cases.
+Both engines judge with this code: each reads the rows that share a deduplication id from the
+same snapshot as the rows it then reads or changes (engine/fifo_queue.py's FifoSnapshot), and
+every send's answer comes from it too.
 """
 
 from __future__ import annotations

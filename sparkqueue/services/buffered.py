@@ -38,7 +38,13 @@ from ..limits import (
     MAX_WAIT_SECONDS,
 )
 from ..model import BatchResult, Message
-from ..rules.checks import check_int, check_list, check_receipt_handles
+from ..rules.checks import (
+    check_fraction,
+    check_int,
+    check_list,
+    check_receipt_handles,
+    check_seconds,
+)
 
 log = logging.getLogger(__name__)
 SIGNAL_JOIN_SECONDS = 5.0
@@ -57,15 +63,28 @@ class BufferedQueue:
         prefetch: int,
         flush_interval: float,
         max_pending: int,
-        visibility_timeout: int,
+        visibility_timeout: int | None,
         min_visibility_share: float,
     ) -> None:
+        """Checks the arguments (`visibility_timeout` None: the queue's) and refuses a FIFO
+        queue: prefetching would hand one group's messages to several callers at once."""
+        record = ctx.record(name)
+        if record.attributes.fifo:
+            raise InvalidParameterValue(
+                f"{name!r} is a FIFO queue: the buffered client serves standard queues only"
+                " (as SQS's does), since prefetching would hand one group's messages to several"
+                " callers at once; use receive() on FIFO queues"
+            )
         self._ctx, self.name = ctx.quick, name  # single-message work: the interpreting session
-        self.prefetch, self.flush_interval, self.max_pending = prefetch, flush_interval, max_pending
-        self.visibility_timeout, self.min_visibility_share = (
-            visibility_timeout,
-            min_visibility_share,
+        self.prefetch = check_int("prefetch", prefetch, 1, MAX_RECEIVE)
+        self.flush_interval = check_seconds("flush_interval", flush_interval, allow_zero=False)
+        self.max_pending = check_int("max_pending", max_pending, 1, MAX_RECEIVE)
+        self.visibility_timeout = (
+            record.attributes.visibility_timeout
+            if visibility_timeout is None
+            else visibility_timeout
         )
+        self.min_visibility_share = check_fraction("min_visibility_share", min_visibility_share)
         self._changed = threading.Condition(threading.RLock())  # RLock: signal handlers re-enter
         self._buffer: deque[tuple[Message, datetime]] = deque()  # message, when its timeout ends
         self._hungry = 0  # receives waiting for the next claim

@@ -93,10 +93,11 @@ class Redrive:
         def attempt(name: str) -> None:
             try:
                 found = self._queue_pass(name, started)
-            except QueueDoesNotExist:  # deleted meanwhile
-                failed.pop(name, None)
-                return
             except Exception as error:
+                gone = isinstance(error, QueueDoesNotExist)  # this queue, or another one?
+                if gone and self._ctx.registry.get(name, fresh=True) is None:
+                    failed.pop(name, None)  # deleted meanwhile
+                    return
                 log.exception("redrive %s: the pass failed; the others go on", name)
                 failed[name] = error
                 return
@@ -272,21 +273,29 @@ class Redrive:
         return self._upkeep_at[name]
 
 
-def move_exhausted(ctx: QueueContext, mover: Moves, record: QueueRecord, now: datetime) -> int:
-    """Moves the queue's messages that used up their receives (and whose last one timed out)
-    to its dead-letter queue; how many. A dead-letter queue that is gone, or that this broker
-    cannot write, is logged and left for a broker that can."""
+def dead_letters_of(ctx: QueueContext, mover: Moves, record: QueueRecord) -> QueueRecord | None:
+    """The queue's dead-letter queue where `mover` can write it (None: none, or it is gone, or
+    the broker cannot write it: what is left for a broker that can)."""
     target = record.attributes.dead_letter_queue
-    if target is None:
-        return 0
-    dead = ctx.registry.get(target)
+    dead = None if target is None else ctx.registry.get(target)
+    return dead if dead is not None and mover.writable(dead) else None
+
+
+def move_exhausted(
+    ctx: QueueContext, mover: Moves, record: QueueRecord, now: datetime, limit: int | None = None
+) -> int:
+    """Moves the queue's messages that used up their receives (and whose last one timed out)
+    to its dead-letter queue, up to `limit`; how many. A dead-letter queue that is gone, or
+    that this broker cannot write, is logged and left for a broker that can."""
+    dead = dead_letters_of(ctx, mover, record)
     if dead is None:
-        log.warning("redrive %s: dead-letter queue %r does not exist", record.name, target)
+        log.warning(
+            "redrive %s: dead-letter queue %r is gone or this broker cannot write it; not moving",
+            record.name,
+            record.attributes.dead_letter_queue,
+        )
         return 0
-    if not mover.writable(dead):
-        log.warning("redrive %s: this broker cannot write %r; not moving", record.name, target)
-        return 0
-    return mover.move(record, exhausted(now, record.attributes), target, now)
+    return mover.move(record, exhausted(now, record.attributes), dead.name, now, limit)
 
 
 def run_schedule(

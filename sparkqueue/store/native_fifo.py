@@ -46,14 +46,15 @@ from .statements import Row
 SEQUENCE_SHIFT = 32  # positions within one append (up to 4 billion rows) below the version
 ORDER_COLUMNS = ("group_id", "sequence_number", "message_id")  # what prefixes are ordered by
 # How group prefixes are ordered, groups first (each group's rows then in sequence order):
-# - FULLEST: the longest prefix first, as SQS returns as many messages of one group as it can;
-#   groups of one length in an order shuffled by each receive's salt, so concurrent receivers
-#   start on different groups (a receive);
+# - FULLEST: the longest prefix first, as SQS returns as many messages of one group as it can,
+#   counted up to what the receive takes (every group that could fill it alone ranks alike);
+#   groups that rank alike in an order shuffled by each receive's salt, so concurrent receivers
+#   start on different groups and a big group does not draw them all (a receive);
 # - OLDEST: by each group's head, the oldest first, so a limit takes the same rows in every
 #   engine (a move).
 FULLEST, OLDEST = "fullest", "oldest"
 GROUP_ORDERS = (FULLEST, OLDEST)
-_ORDER_SQL = {FULLEST: "_size DESC, _shuffled", OLDEST: "_head"}
+_ORDER_SQL = {FULLEST: "LEAST(_size, {limit}) DESC, _shuffled", OLDEST: "_head"}
 
 
 def home_shard(group_id: str, shards: int) -> int:
@@ -192,6 +193,7 @@ def group_prefixes(
                         OVER (PARTITION BY {group}) AS _stop
                 FROM t WHERE {to_sql(living)}
             ) WHERE _ok AND _blocked = 0 AND (_stop IS NULL OR {sequence} < _stop)
-        ) ORDER BY {_ORDER_SQL[order]}, {group}, {sequence}, {quote_name("message_id")}
+        ) ORDER BY {_ORDER_SQL[order].format(limit=int(limit))}, {group}, {sequence},
+            {quote_name("message_id")}
         LIMIT {int(limit)}"""
     return tables.query(address, statement, at=at)

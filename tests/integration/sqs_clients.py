@@ -72,11 +72,11 @@ def endpoint(
         yield found.group(1)
 
 
-def json_client(url: str, **keys: str):
+def json_client(url: str, *, region: str = REGION, **keys: str):
     return boto3.client(
         "sqs",
         endpoint_url=url,
-        region_name=REGION,
+        region_name=region,
         aws_access_key_id=keys.get("key", ACCESS_KEY),
         aws_secret_access_key=keys.get("secret", SECRET_KEY),
         config=Config(retries={"max_attempts": 2}, read_timeout=60),

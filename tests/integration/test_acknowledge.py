@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from sparkqueue import BatchResult
 from sparkqueue.errors import (
     EmptyBatchRequest,
     HeartbeatFailed,
@@ -105,18 +106,19 @@ def test_delete_batch_reports_each_handle(queue, clock):
 def test_a_batch_with_a_stale_and_the_current_handle_of_one_message_deletes_by_the_current(
     queue, clock
 ):
-    queue.send("once")
-    [first] = queue.receive(1)
-    clock.advance(31)
-    [current] = queue.receive(1)
-    for handles in (
-        [first.receipt_handle, current.receipt_handle],
-        [current.receipt_handle, first.receipt_handle],
-    ):
-        result = queue.delete_batch(handles)
+    """Each handle gets what `delete` of it alone would: the stale one is refused while the
+    message holds the current one; once it is gone, both are no-ops."""
+    for stale_first in (True, False):
+        queue.send("once")
+        [first] = queue.receive(1)
+        clock.advance(31)
+        [current] = queue.receive(1)
+        pair = [first.receipt_handle, current.receipt_handle]
+        result = queue.delete_batch(pair if stale_first else pair[::-1])
         assert result.failed == {first.receipt_handle: "ReceiptHandleIsInvalid"}
         assert result.successful == [current.receipt_handle]
-    assert queue.stats().in_flight == 0
+        assert queue.stats().in_flight == 0
+        assert queue.delete_batch(pair) == BatchResult(successful=pair)  # gone: no-ops
 
 
 def test_delete_df_needs_a_receipt_handle_column(spark, queue):

@@ -198,7 +198,7 @@ def test_get_queue_attributes_without_names_returns_none(sqs, name):
 
 
 def test_scheduled_redrive_moves_exhausted_messages_while_serving(pinned, name):
-    sqs = json_client(pinned[1])
+    sqs = json_client(pinned[1], region=OTHER_REGION)
     dlq = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]
     policy = json.dumps({"deadLetterTargetArn": arn["QueueArn"], "maxReceiveCount": 1})
@@ -348,7 +348,10 @@ def test_queue_urls_of_any_region(sqs, pinned, name):
     sqs.create_queue(QueueName=name)
     aws_style = f"https://sqs.{OTHER_REGION}.amazonaws.com/000000000000/{name}"
     sqs.send_message(QueueUrl=aws_style, MessageBody="any region")  # no --region: one namespace
-    pinned_sqs = json_client(pinned[1])
+    with pytest.raises(ClientError) as error:  # a pinned endpoint takes its own region's only
+        json_client(pinned[1]).create_queue(QueueName=name)
+    assert (code(error), status(error)) == ("SignatureDoesNotMatch", 403)
+    pinned_sqs = json_client(pinned[1], region=OTHER_REGION)
     url = pinned_sqs.create_queue(QueueName=name)["QueueUrl"]
     arn = pinned_sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
     assert arn["Attributes"]["QueueArn"] == f"arn:aws:sqs:{OTHER_REGION}:000000000000:{name}"

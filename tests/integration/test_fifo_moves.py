@@ -118,6 +118,7 @@ def spark_broker(spark, tmp_path, clock) -> Broker:
         corners.test_a_move_with_a_limit_takes_the_oldest_groups_prefixes,
         corners.test_moves_with_a_limit_keep_a_groups_order,
         corners.test_a_move_back_after_a_copy_without_its_drop_finishes_cleanly,
+        corners.test_a_move_cancelled_after_its_message_came_back_leaves_it_once,
     ],
     ids=lambda corner: corner.__name__.removeprefix("test_"),
 )

@@ -13,8 +13,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sparkqueue import Broker
+from sparkqueue import Broker, Queue
 from sparkqueue.endpoint import SqsEndpoint
+from sparkqueue.errors import TransactionConflict
 from tests.raw_http import ACCESS_KEY, REGION, SECRET_KEY
 from tests.unit.endpoint_stub import KEYS
 
@@ -116,6 +117,21 @@ def test_a_message_over_max_receive_count_moves_at_the_receive_that_finds_it(sqs
     assert [m["Body"] for m in after.get("Messages", [])] == (["next"] if kind == "fifo" else [])
     [moved] = sqs.receive_message(QueueUrl=dead)["Messages"]
     assert (moved["MessageId"], moved["Body"]) == (poison["MessageId"], "poison")
+
+
+def test_a_dead_letter_move_that_fails_at_a_receive_costs_it_nothing(sqs, monkeypatch):
+    dead = sqs.create_queue(QueueName="dead")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=dead, AttributeNames=["QueueArn"])["Attributes"]
+    policy = json.dumps({"deadLetterTargetArn": arn["QueueArn"], "maxReceiveCount": 3})
+    url = sqs.create_queue(QueueName="work", Attributes={"RedrivePolicy": policy})["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="m")
+
+    def conflicting(self, limit=None):
+        raise TransactionConflict("moves kept conflicting")
+
+    monkeypatch.setattr(Queue, "move_to_dead_letter_queue", conflicting)
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert [m["Body"] for m in got] == ["m"]  # a short receive, and its move failed
 
 
 def test_empty_tag_edits_are_refused(sqs):

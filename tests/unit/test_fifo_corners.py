@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from sparkqueue.engine.movers import movers
 from sparkqueue.services.redrive import Redrive
 from tests.crashes import Crash, crash_at
 
@@ -129,4 +130,23 @@ def test_a_move_back_after_a_copy_without_its_drop_finishes_cleanly(broker, cloc
     assert [m.message_id for m in work.receive(10)] == [sent]
     assert dead.receive(10) == []
     live = [r for r in rows_of(broker, "work.fifo", ("message_id", "shard")) if r.shard >= 0]
+    assert [r.message_id for r in live] == [sent]
+
+
+def test_a_move_cancelled_after_its_message_came_back_leaves_it_once(broker, clock):
+    """Killed between the copy and the drop of a move to another queue, then moved back by an
+    operator, then that queue deleted: the pass that cancels the interrupted move drops the
+    marked row instead of making it visible beside the message that came back."""
+    _, dead = fifo_pair(broker)
+    other = broker.create_queue("other.fifo", fifo=True)
+    [sent] = dead.send_batch([{"body": "m", "group_id": "g", "deduplication_id": "m"}])
+    crashing = movers(broker.context, crash_at("copied"))  # the broker's own kind of moves
+    with pytest.raises(Crash):
+        crashing.move_back(broker.context.record("dead.fifo"), "other.fifo", clock(), None)
+    assert other.start_message_move(destination="dead.fifo") == 1  # lands beside the marked row
+    broker.delete_queue("other.fifo")
+    broker.redrive()
+    [back] = dead.receive(10)
+    assert back.message_id == sent
+    live = [r for r in rows_of(broker, "dead.fifo", ("message_id", "shard")) if r.shard >= 0]
     assert [r.message_id for r in live] == [sent]

@@ -4,6 +4,7 @@ of one process and a process of its own, no JVM)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -153,3 +154,22 @@ def test_a_forked_child_is_told_to_use_spawn_and_a_spawned_one_works(broker):
     finally:
         stop.set()
         worker.join(timeout=60)
+
+
+def test_a_stored_policy_is_read_leniently_and_checked_only_when_set(broker):
+    """A queue's attributes are checked when they are set: one an older version stored (any
+    text) never makes the registry unreadable, and a dead-letter queue's policy tightened later
+    does not freeze its sources' other attributes."""
+    broker.create_queue("dlq")
+    broker.context.registry.change_attributes(
+        "dlq", lambda current: dataclasses.replace(current, redrive_allow_policy="not json")
+    )
+    source = broker.create_queue("source", dead_letter_queue="dlq", max_receive_count=2)
+    assert broker.list_queues() == ["dlq", "source"]
+    broker.get_queue("dlq").set_attributes(
+        redrive_allow_policy=json.dumps({"redrivePermission": "denyAll"})
+    )
+    source.set_attributes(visibility_timeout=5)  # its dead-letter queue unchanged: not checked
+    assert source.attributes["visibility_timeout"] == 5
+    with pytest.raises(InvalidParameterValue, match="redrive_allow_policy"):
+        broker.create_queue("late", dead_letter_queue="dlq", max_receive_count=2)

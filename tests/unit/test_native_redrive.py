@@ -260,3 +260,21 @@ def test_a_queue_whose_pass_fails_stops_no_other(broker, clock):
     assert later.receive(1)  # released by this pass
     with pytest.raises(PassFailed, match="a-broken"):  # the job's --once exits with an error
         run_schedule(broker.context, RedriveSettings(), once=True)
+
+
+def test_a_dead_letter_queue_whose_table_is_gone_gives_the_messages_back(broker, clock):
+    """A dead-letter queue deleted (or its deletion killed) between dropping its table and
+    leaving the registry: the source's pass still runs, and its exhausted messages stay in it."""
+    broker.create_queue("gone-dlq")
+    work = broker.create_queue("work", dead_letter_queue="gone-dlq", max_receive_count=1)
+    sent = work.send("poison")
+    work.receive(1, visibility_timeout=5)
+    clock.advance(6)
+    ctx = broker.context
+    ctx.tables.drop_table(ctx.record("gone-dlq").location)  # still registered
+    report = broker.redrive()
+    assert report.failed == {} and report.queues["work"].moved_to_dead_letter == 0
+    assert work.stats().awaiting_dead_letter == 1  # not lost, not marked for good
+    broker.delete_queue("gone-dlq")  # the deletion finished; the queue gets a new policy
+    work.set_attributes(dead_letter_queue=None, max_receive_count=None)
+    assert [m.message_id for m in work.receive(1)] == [sent]
