@@ -1,5 +1,7 @@
 """Chaos: buffered consumers, a producer and the redrive job as OS processes on one local root,
 the consumers and the job killed (SIGKILL) at random moments and started again, many times.
+The consumers run the native engine (no JVM, as consumers on a local root do); the job runs on a
+Spark session of its own, so the kills also land in Spark's commits.
 
 Afterwards every message sent is accounted for (deleted after a consumer took it, or still in the
 queue or its dead-letter queue) and none was handed out twice within its visibility window: a
@@ -70,8 +72,8 @@ def run_chaos(
     """Runs the roles for `seconds`, killing one at a time every `kill_every` seconds (a random
     span; consumers and the job in turn, each once it is up), then lets the consumers drain what
     is left and checks the records. The producer runs here, on a thread, and is not killed.
-    Kills need their victims up (a JVM each, slow to start on a loaded machine): the run goes on
-    past `seconds`, up to twice as long, until it has made `min_kills`."""
+    Kills need their victims up (the job's JVM is slow to start on a loaded machine): the run goes
+    on past `seconds`, up to twice as long, until it has made `min_kills`."""
     rng = random.Random(seed)
     broker = Broker(spark, root)
     broker.create_queue(DEAD_LETTERS)
@@ -192,7 +194,9 @@ def produce(queue: Any, folder: Path, messages: int, pace: float) -> None:
 
 
 def consumer(root: str, folder: Path) -> None:
-    queue = Broker(spark_session(), root).get_queue(QUEUE)
+    """A buffered consumer: the native engine, as every consumer on a local root (a JVM would
+    serve it nothing, only slow its restarts)."""
+    queue = Broker(None, root).get_queue(QUEUE)
     (folder / f"up-{os.getpid()}").touch()
     stop = folder / STOP_FILE
     with (

@@ -147,12 +147,12 @@ def test_a_claim_raced_by_other_drivers_returns_exactly_what_it_holds(
 
 def test_concurrent_bulk_claims_never_share_a_message(spark, broker):
     queue = broker.create_queue("shared", shards=2)
-    queue.send_df(numbered(spark, 600))
+    queue.send_df(numbered(spark, 300))
     seen: list[str] = []
 
     def drain() -> None:
         while True:
-            batch = queue.receive_df(70, visibility_timeout=3_600)
+            batch = queue.receive_df(40, visibility_timeout=3_600)
             bodies = [row.body for row in batch.collect()]
             if not bodies:
                 return
@@ -161,5 +161,5 @@ def test_concurrent_bulk_claims_never_share_a_message(spark, broker):
 
     run_threads([drain, drain, drain])
     counts = Counter(seen)
-    assert len(counts) == 600 and max(counts.values()) == 1
+    assert len(counts) == 300 and max(counts.values()) == 1
     assert queue.stats().visible == queue.stats().in_flight == 0
