@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import sys
 import tempfile
@@ -21,8 +22,9 @@ DEFAULTS_FILE = Path(__file__).with_name("spark-defaults.conf")
 # goes to a file here, so a program's own output is all its terminal shows.
 SPARK_LOG_DIR = Path(tempfile.gettempdir()) / "sparkqueue-logs"
 LOG_TAIL_BYTES = 4_000  # shown when the JVM fails to start, so the reason is not hidden
-# Where Spark 4's Ivy keeps resolved jars unless `spark.jars.ivy` says otherwise.
-DEFAULT_IVY_DIR = Path.home() / ".ivy2.5.2"
+# Where Spark 4's Ivy keeps resolved jars unless `spark.jars.ivy` says otherwise: under the JVM's
+# `user.home`, the account's home directory (not $HOME, which the JVM does not read).
+DEFAULT_IVY_DIR = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ivy2.5.2"
 FETCHING_JARS = "fetching Delta Lake jars (first run only)"
 # A key ends at its first `=`, `:` or blank, as in java.util.Properties; values may contain all three.
 _SEPARATOR = re.compile(r"\s*[=:\s]\s*")

@@ -185,7 +185,14 @@ def test_watch_and_every_run_until_interrupted(cli):
         )
         for args in (("stats", "watched", "--watch", "0.5"), ("redrive", "--every", "1"))
     ]
-    time.sleep(15)  # the start-up and a few refreshes or passes; no visibility timeout here
+
+    def passes() -> int:  # the metrics' rows so far (none yet: an error that says so)
+        done = cli.run("metrics", "--queue", "watched", "--json")
+        return len(json.loads(done.stdout)) if done.returncode == 0 else 0
+
+    deadline = time.monotonic() + 180  # the start-up, then passes: as long as a busy run takes
+    while passes() < 2 and time.monotonic() < deadline:
+        time.sleep(1)  # --every's passes, on the wall clock (no visibility timeout here)
     for process in processes:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=120)

@@ -33,7 +33,9 @@ def test_every_shard_a_queue_may_have_parses(shard):
 
 
 @pytest.mark.parametrize(
-    "handle", ["", "nonsense", None, 42, "01." + MESSAGE + "." + "0" * 32 + "." + "0" * 16]
+    "handle",
+    ["", "nonsense", None, 42, "01." + MESSAGE + "." + "0" * 32 + "." + "0" * 16],
+    ids=["empty", "nonsense", "none", "number", "leading-zero-shard"],
 )
 def test_malformed_handles_are_rejected(handle):
     with pytest.raises(ReceiptHandleIsInvalid, match="malformed"):
