@@ -2,16 +2,16 @@
 runs the JVM-free unit tests alone, in seconds. Starts the Spark Connect checks early when the
 run includes them (see tests/integration/test_connect.py).
 
-The run takes two workers (pytest-xdist, `-n 2` in pyproject.toml). The first test group, which
-the first worker takes first, holds the unit tests (so they run before any JVM in that process,
-as the unit tests' own check requires), the browser tests last among them, and then the Connect
-checks' test, which waits for the Connect run that worker starts at collection. Every
-integration module is a group of its own (its module fixtures, one process), shared out between
-the workers as they come free."""
+The run takes two workers (pytest-xdist, `-n 2` in pyproject.toml). The first test group holds
+the unit tests (so they run before any JVM in the worker that takes it, as the unit tests' own
+check requires), the browser tests last among them, and then the Connect checks' test. The
+worker that takes the group starts the Connect run and Chromium's install at its first test, so
+they have the unit tests' time; which worker that is, xdist decides. Every integration module
+is a group of its own (its module fixtures, one process), shared out between the workers as
+they come free."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ BROWSER_TESTS = "test_console_browser.py"
 CONNECT_MODULE = "test_connect.py"
 _CONNECT_RUN = pytest.StashKey[object]()
 _CHROMIUM = pytest.StashKey[object]()
+_FIRST_GROUP_SEEN = pytest.StashKey[bool]()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -42,21 +43,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group("first" if first else path.stem))
 
 
-def _first_worker() -> bool:
-    """Whether this process runs the first group (the only one without xdist)."""
-    return os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0"
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[_FIRST_GROUP_SEEN] = False
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """At the first group's first test in this process: start what the group's last tests need."""
     from tests.browser import ChromiumInstall
     from tests.integration.test_connect import CONNECT_TEST, ConnectRun
 
-    if not _first_worker():  # both are for the first group's tests
+    config = item.config
+    group = item.get_closest_marker("xdist_group")
+    if config.stash.get(_FIRST_GROUP_SEEN, True) or group is None or group.args != ("first",):
         return
-    if any(item.name == CONNECT_TEST for item in session.items):
-        session.config.stash[_CONNECT_RUN] = ConnectRun()
-    if any(Path(item.path).name == BROWSER_TESTS for item in session.items):
-        session.config.stash[_CHROMIUM] = ChromiumInstall()
+    config.stash[_FIRST_GROUP_SEEN] = True
+    items = item.session.items
+    if any(each.name == CONNECT_TEST for each in items):
+        config.stash[_CONNECT_RUN] = ConnectRun()
+    if any(Path(each.path).name == BROWSER_TESTS for each in items):
+        config.stash[_CHROMIUM] = ChromiumInstall()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -70,7 +75,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def connect_run(request: pytest.FixtureRequest):
     run = request.config.stash.get(_CONNECT_RUN, None)
     if run is None:
-        pytest.fail("the Connect checks were not started at collection")
+        pytest.fail("the Connect checks were not started at the first group's first test")
     return run
 
 
