@@ -54,11 +54,13 @@ class Broker:
     broker that never touches Spark; DataFrame methods and the redrive job then say that they
     need a session.
 
-    On object storage (s3://, s3a://, gs://, abfss://, ...) one engine writes a root: Spark's S3
-    log store and delta-rs's conditional puts do not exclude each other's commits. "auto" there
-    is Spark's when a session is given and native without one (`Broker(None, root)`), with
-    credentials from `storage_options` (delta-rs's keys, e.g. AWS_ENDPOINT_URL) or the
-    environment.
+    On object storage the native engine takes its credentials from `storage_options` (delta-rs's
+    keys, e.g. AWS_ENDPOINT_URL) or the environment. On S3 both engines share a root when the
+    session commits with conditional puts, as `spark_session(storage_options=...)` sets it up:
+    "auto" is then native for the per-message operations and Spark for DataFrames and the
+    redrive job. With another session (Delta's default S3 log store, or on gs:// and abfss://
+    roots) one engine writes a root: "auto" is Spark's when a session is given and native
+    without one (`Broker(None, root)`).
     """
 
     def __init__(
@@ -261,6 +263,7 @@ def _native_tables(
     local root. On object storage a broker with a Spark session keeps to Spark: nothing there
     would make the two engines' commits take turns, as the commit lock does on a local disk."""
     from .store.native_tables import NativeTables
+    from .store.spark_s3 import session_commits_conditionally
     from .store.tables import is_native_root
 
     if not is_native_root(layout):
@@ -272,13 +275,15 @@ def _native_tables(
             )
         return None
     assert isinstance(layout, PathLayout)
-    if layout.object_store and storage is not None:
+    shared = storage is None or storage.connect or not layout.object_store
+    if not shared and not session_commits_conditionally(storage.spark, layout.uri):
         if engine == "native" or storage_options:
             raise InvalidParameterValue(
-                "on object storage one engine writes a root, since Spark's log store and the"
-                " native engine's do not exclude each other's commits there: Broker(None, root,"
-                " storage_options=...) for the native engine, or a Spark session (with Spark's"
-                f" own credentials) and engine='spark' or 'auto' for {layout}"
+                f"this Spark session's Delta log store for {layout} does not commit with"
+                " conditional puts, so its commits and the native engine's could overwrite"
+                " each other there; start the session with sparkqueue.spark_session("
+                "storage_options=...) (S3), or use Broker(None, root, storage_options=...)"
+                " for the native engine alone, or engine='spark' without storage_options"
             )
         return None
     if engine != "native" and storage is not None and storage.connect:

@@ -7,10 +7,12 @@ import pwd
 import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .store.spark_s3 import S3_EXCLUDES, S3_PACKAGES, log_store_jar, s3_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,16 +53,24 @@ def delta_maven_coordinate() -> str:
     return f"io.delta:delta-spark_{spark_minor}_2.13:{delta_version}"
 
 
-def delta_jar_cached(coordinate: str, ivy_dir: Path) -> bool:
-    """Whether Ivy already holds the Delta jar (then the session starts offline and quietly)."""
-    group, artifact, version = coordinate.split(":")
-    return (ivy_dir / "jars" / f"{group}_{artifact}-{version}.jar").is_file()
+def jars_cached(packages: str, ivy_dir: Path) -> bool:
+    """Whether Ivy already holds the packages' jars (then the session starts offline and quietly)."""
+    for coordinate in packages.split(","):
+        group, artifact, version = coordinate.strip().split(":")
+        if not (ivy_dir / "jars" / f"{group}_{artifact}-{version}.jar").is_file():
+            return False
+    return True
 
 
-def spark_session(**conf: str) -> SparkSession:
+def spark_session(storage_options: Mapping[str, str] | None = None, **conf: str) -> SparkSession:
     """Returns the active session unchanged (Databricks, spark-submit, a fixture); a Spark Connect
     session when $SPARK_REMOTE names a server (`sc://host:port`), as pyspark itself reads it; else
-    a local one."""
+    a local one.
+
+    `storage_options` (delta-rs's keys, as a Broker takes them; `{}` for the environment's) also
+    sets the local session up for S3: Hadoop's S3A client from the same endpoint, keys and
+    region, and a Delta log store whose commits are conditional puts, so that this session and
+    the native engine may write one queue on S3 at once (see docs/how-it-works.md)."""
     from pyspark.sql import SparkSession  # installed with sparkqueue[local], or by the platform
 
     active = SparkSession.getActiveSession()
@@ -78,14 +88,24 @@ def spark_session(**conf: str) -> SparkSession:
             "spark.jars.packages": delta_maven_coordinate(),
         }
     )
+    ivy_dir = Path(conf.get("spark.jars.ivy") or settings.get("spark.jars.ivy") or DEFAULT_IVY_DIR)
+    if storage_options is not None:
+        settings.update(s3_settings(storage_options))
+        _add(settings, "spark.jars.packages", *S3_PACKAGES)
+        _add(settings, "spark.jars.excludes", *S3_EXCLUDES)
+        _add(settings, "spark.jars", str(log_store_jar(ivy_dir)))
     settings.update({key: str(value) for key, value in conf.items()})
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
-    ivy_dir = Path(settings["spark.jars.ivy"]) if "spark.jars.ivy" in settings else DEFAULT_IVY_DIR
-    if not delta_jar_cached(settings["spark.jars.packages"], ivy_dir):
+    if not jars_cached(settings["spark.jars.packages"], ivy_dir):
         print(FETCHING_JARS, file=sys.stderr, flush=True)  # the one line a first run shows
     return _with_console_in_a_file(builder.getOrCreate)
+
+
+def _add(settings: dict[str, str], key: str, *values: str) -> None:
+    """Appends to a comma-separated Spark setting."""
+    settings[key] = ",".join(filter(None, [settings.get(key, ""), *values]))
 
 
 def spark_log_path() -> Path:

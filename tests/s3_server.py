@@ -1,20 +1,23 @@
-"""An S3 API for tests: moto's server, run as a process of its own. Nothing is mocked in the
-test's process: delta-rs and boto3 speak HTTP to it as they would to Amazon S3. It answers a
-conditional put (`If-None-Match: *`) of a name that exists with 412, as S3 does (a test checks
-that), but its threaded server checks and writes in two steps: two puts racing within one
-request's time could both land, so its tests show the engine's behaviour against an S3 API, not
-the store's exclusion, which is Amazon S3's (and MinIO's) to give."""
+"""An S3 API for tests: moto's server, run as a process of its own (tests/moto_s3.py). Nothing is
+mocked in the test's process: delta-rs, Spark's S3A and boto3 speak HTTP to it as they would to
+Amazon S3. It answers a conditional put (`If-None-Match: *`) of a name that exists with 412, as
+S3 does, and runs mutating requests one at a time so that the check and the write are one step,
+as on S3. It journals every put of a Delta log version, so a test can read which versions were
+written, how often, and whether each put was conditional."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tests.processes import stop
@@ -23,6 +26,16 @@ from tests.processes import stop
 @dataclass(frozen=True)
 class S3Server:
     url: str
+    journal: Path
+
+    def lose_answers(self, count: int, agent: str) -> None:
+        """Has the server answer the next `count` stored log-version puts of clients whose
+        User-Agent holds `agent` with 500, as a broken connection would (tests/moto_s3.py)."""
+        Path(f"{self.journal}.lose").write_text(f"{count} {agent}")
+
+    def log_puts(self) -> list[dict[str, Any]]:
+        """Every answered put of a Delta log version so far: key, status, conditional."""
+        return [json.loads(line) for line in self.journal.read_text().splitlines() if line]
 
     @property
     def options(self) -> dict[str, str]:
@@ -59,10 +72,14 @@ def s3_server() -> Iterator[S3Server]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    folder = tempfile.TemporaryDirectory(prefix="sparkqueue-s3-")
+    journal = Path(folder.name) / "log-puts.jsonl"
+    journal.touch()
     process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, "-m", "tests.moto_s3", str(port), str(journal)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        cwd=Path(__file__).parent.parent,
     )
     try:
         deadline = time.monotonic() + 60
@@ -74,6 +91,7 @@ def s3_server() -> Iterator[S3Server]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("moto's S3 server did not start") from None
                 time.sleep(0.1)
-        yield S3Server(f"http://127.0.0.1:{port}")
+        yield S3Server(f"http://127.0.0.1:{port}", journal)
     finally:
         stop(process, timeout=10)
+        folder.cleanup()

@@ -1,22 +1,27 @@
-"""Chaos: buffered consumers, a producer and the redrive job as OS processes on one local root,
-the consumers and the job killed (SIGKILL) at random moments and started again, many times.
-The consumers run the native engine (no JVM, as consumers on a local root do); the job runs on a
-Spark session of its own, so the kills also land in Spark's commits.
+"""Chaos: buffered consumers, a producer and a Spark job as OS processes on one root (a local
+folder, or object storage), the consumers and the job killed (SIGKILL) at random moments and
+started again, many times. The consumers run the native engine (no JVM); the job runs on a Spark
+session of its own, so the kills also land in Spark's commits. The job runs the redrive pass, and
+with `spark_work` it also sends DataFrames (`send_df`) and claims and deletes them
+(`receive_df`, `delete_df`): both engines then write the queue at once.
 
 Afterwards every message sent is accounted for (deleted after a consumer took it, or still in the
 queue or its dead-letter queue) and none was handed out twice within its visibility window: a
-buffered consumer hands a message out only while at least `share` of its timeout T is left, and
-the next claim of it can come only after T, so two hand-outs of one message are at least T x share
-apart, and no claim (message id, receive count) is handed out twice.
+buffered consumer hands a message out only while at least `share` of its timeout T is left (a
+claim of the job's, at once), and the next claim of it can come only after T, so two hand-outs of
+one message are at least T x share apart, and no claim (message, receive count) is handed out
+twice. Messages are known by their bodies, unique across senders.
 
 Each killed role is `python -m sparkqueue.bench.chaos ROLE ROOT FOLDER` (the producer is a thread
-of the runner). What each did goes to files in FOLDER, written around the act they record (a
-consumer logs a hand-out before deleting it; the producer logs ids after their send committed),
-so a kill loses no record of an act that happened.
+of the runner); on object storage the roles take their credentials from the environment. What
+each did goes to files in FOLDER, written around the act they record (a consumer logs a hand-out
+before deleting it; a sender logs bodies after their send committed), so a kill loses no record
+of an act that happened.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import subprocess
@@ -24,15 +29,18 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Any
 
 from ..broker import Broker
 from ..session import spark_session
+from ..store.tables import is_object_store
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 QUEUE, DEAD_LETTERS = "chaos", "chaos-dlq"
 # Each message's visibility timeout: killed consumers' messages come back after it. It must far
@@ -41,6 +49,8 @@ QUEUE, DEAD_LETTERS = "chaos", "chaos-dlq"
 TIMEOUT_SECONDS = 30
 SHARE = 0.5  # a buffered message is handed out only with this much of its timeout left
 STOP_FILE = "stop"
+SPARK_WORK_FILE = "spark-work"  # present: the job sends and claims DataFrames too
+JOB_BATCH = 10  # rows the job sends, and claims, at a time
 # A hand-out is logged just after it happens; on two busy cores a process may pause in between.
 CLOCK_SLACK_SECONDS = 1.0
 
@@ -55,10 +65,11 @@ class ChaosReport:
     lost: list[str]  # sent, never handed out, and gone
     unsent: list[str]  # in the tables but never sent
     too_soon: list[str]  # handed out twice within a visibility window
+    by_job: int = 0  # of `sent` and of `delivered`, what the Spark job sent and claimed
 
 
 def run_chaos(
-    spark: SparkSession,
+    spark: SparkSession | None,
     root: str,
     folder: Path,
     *,
@@ -68,14 +79,17 @@ def run_chaos(
     kill_every: tuple[float, float] = (10.0, 25.0),
     seed: int | None = None,
     min_kills: int = 0,
+    spark_work: bool = False,
+    storage_options: Mapping[str, str] | None = None,
 ) -> ChaosReport:
     """Runs the roles for `seconds`, killing one at a time every `kill_every` seconds (a random
     span; consumers and the job in turn, each once it is up), then lets the consumers drain what
     is left and checks the records. The producer runs here, on a thread, and is not killed.
     Kills need their victims up (the job's JVM is slow to start on a loaded machine): the run goes
-    on past `seconds`, up to twice as long, until it has made `min_kills`."""
+    on past `seconds`, up to twice as long, until it has made `min_kills`. On object storage
+    `storage_options` are the roles' environment too."""
     rng = random.Random(seed)
-    broker = Broker(spark, root)
+    broker = Broker(spark, root, storage_options=storage_options)
     broker.create_queue(DEAD_LETTERS)
     queue = broker.create_queue(
         QUEUE,
@@ -84,8 +98,11 @@ def run_chaos(
         max_receive_count=5,
     )
     folder.mkdir(parents=True, exist_ok=True)
-    roles = [f"consumer-{i}" for i in range(consumers)] + ["redrive"]
-    running = {name: _start(name, root, folder) for name in roles}
+    if spark_work:
+        (folder / SPARK_WORK_FILE).touch()
+    environment = {**os.environ, **(storage_options or {})}
+    roles = [f"consumer-{i}" for i in range(consumers)] + ["job"]
+    running = {name: _start(name, root, folder, environment) for name in roles}
     pace = max(0.05, seconds / 2 / (messages / 20))  # sends for about half the run
     sending = threading.Thread(target=produce, args=(queue, folder, messages, pace))
     sending.start()
@@ -99,7 +116,7 @@ def run_chaos(
         up = [name for name, process in running.items() if _is_up(process, folder)]
         kinds = (
             [name for name in up if name.startswith("consumer")],
-            [n for n in up if n == "redrive"],
+            [n for n in up if n == "job"],
         )
         victims = kinds[kills % 2] or kinds[(kills + 1) % 2]  # consumers and the job in turn
         if time.monotonic() >= end() or not victims:
@@ -108,7 +125,7 @@ def run_chaos(
         running[victim].kill()
         running[victim].wait()
         kills += 1
-        running[victim] = _start(victim, root, folder)
+        running[victim] = _start(victim, root, folder, environment)
     sending.join()
     _drain(queue, deadline=time.monotonic() + 6 * TIMEOUT_SECONDS)
     (folder / STOP_FILE).touch()
@@ -118,13 +135,16 @@ def run_chaos(
     return account(folder, broker, kills)
 
 
-def _start(name: str, root: str, folder: Path) -> subprocess.Popen[bytes]:
-    role = "redrive" if name == "redrive" else "consumer"
+def _start(
+    name: str, root: str, folder: Path, environment: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
+    role = "job" if name == "job" else "consumer"
     log = (folder / f"{name}-{time.monotonic_ns()}.out").open("wb")
     return subprocess.Popen(
         [sys.executable, "-m", "sparkqueue.bench.chaos", role, root, str(folder)],
         stdout=log,
         stderr=subprocess.STDOUT,
+        env=dict(environment),
     )
 
 
@@ -146,19 +166,35 @@ def account(folder: Path, broker: Broker, kills: int) -> ChaosReport:
     """Checks the records against what the queue and its dead-letter queue still hold."""
     left: set[str] = set()
     for name in (QUEUE, DEAD_LETTERS):
-        table = broker.context.read(broker.context.record(name))
-        left |= {row.message_id for row in table.where("shard >= 0").select("message_id").collect()}
+        left |= _bodies(broker, name)
     return tally(folder, left, kills)
 
 
+def _bodies(broker: Broker, name: str) -> set[str]:
+    """The bodies of the messages a queue's table holds (tombstones aside)."""
+    record = broker.context.record(name)
+    native = broker.context.native
+    if native is not None:
+        table = native.open(record.location).to_pyarrow_table(columns=["body", "shard"])
+        rows = zip(table["body"].to_pylist(), table["shard"].to_pylist(), strict=True)
+        return {body for body, shard in rows if shard >= 0}
+    rows = broker.context.read(record).where("shard >= 0").select("body").collect()
+    return {row.body for row in rows}
+
+
 def tally(folder: Path, left: set[str], kills: int) -> ChaosReport:
-    """The report from the records in `folder` and the ids still in the tables (`left`)."""
-    sent = set((folder / "sent.log").read_text().split())
+    """The report from the records in `folder` and the bodies still in the tables (`left`)."""
+    sent: set[str] = set()
+    for path in folder.glob("sent*.log"):
+        sent |= set(path.read_text().split())
+    maybe: set[str] = set()  # a sender was killed between its send and its record
+    for path in folder.glob("sending-*.log"):
+        maybe |= set(path.read_text().split()) - sent
     handed: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for path in folder.glob("delivered-*.log"):
         for line in path.read_text().splitlines():
-            at, message_id, count = line.split()
-            handed[message_id].append((float(at), int(count)))
+            at, body, count = line.split()
+            handed[body].append((float(at), int(count)))
     return ChaosReport(
         sent=len(sent),
         delivered=sum(len(times) for times in handed.values()),
@@ -166,8 +202,10 @@ def tally(folder: Path, left: set[str], kills: int) -> ChaosReport:
         left=len(left),
         kills=kills,
         lost=sorted(sent - left - set(handed)),
-        unsent=sorted((left | set(handed)) - sent),
-        too_soon=sorted(message_id for message_id, times in handed.items() if not _apart(times)),
+        unsent=sorted((left | set(handed)) - sent - maybe),
+        too_soon=sorted(body for body, times in handed.items() if not _apart(times)),
+        by_job=len({body for body in sent if body.startswith("job-")})
+        + sum(1 for path in folder.glob("delivered-job-*.log") for _ in path.open()),
     )
 
 
@@ -184,11 +222,12 @@ def _apart(times: list[tuple[float, int]]) -> bool:
 
 
 def produce(queue: Any, folder: Path, messages: int, pace: float) -> None:
-    """Sends `messages` in batches of 20, each batch's ids recorded once its send committed."""
+    """Sends `messages` in batches of 20, each batch's bodies recorded once its send committed."""
     with (folder / "sent.log").open("a") as log:
         for start in range(0, messages, 20):
-            ids = queue.send_batch([f"work {i}" for i in range(start, min(messages, start + 20))])
-            log.write("\n".join(ids) + "\n")
+            bodies = [f"work-{i}" for i in range(start, min(messages, start + 20))]
+            queue.send_batch(bodies)
+            log.write("\n".join(bodies) + "\n")
             log.flush()
             time.sleep(pace)
 
@@ -209,21 +248,47 @@ def consumer(root: str, folder: Path) -> None:
             messages = client.receive(10, wait_time_seconds=1)
             if not messages:
                 continue
-            log.write(
-                "".join(f"{time.time()} {m.message_id} {m.receive_count}\n" for m in messages)
-            )
+            log.write("".join(f"{time.time()} {m.body} {m.receive_count}\n" for m in messages))
             log.flush()  # recorded before the delete is even queued
             client.delete_batch([m.receipt_handle for m in messages])
 
 
-def redrive(root: str, folder: Path) -> None:
-    broker = Broker(spark_session(), root)
-    (folder / f"up-{os.getpid()}").touch()
-    while not (folder / STOP_FILE).exists():
-        broker.redrive()
-        time.sleep(1.0)  # the job's cadence, short for the test
+def job(root: str, folder: Path) -> None:
+    """The Spark job: the redrive pass, and with spark work DataFrames sent, claimed and deleted
+    (each claim recorded before its delete), on a session of its own (set up for the root's
+    object store from the environment's credentials)."""
+    on_store = is_object_store(root)
+    spark = spark_session(storage_options={} if on_store else None)
+    broker = Broker(spark, root, storage_options={} if on_store else None)
+    queue = broker.get_queue(QUEUE)
+    spark_work = (folder / SPARK_WORK_FILE).exists()
+    started = time.monotonic_ns()
+    with (
+        (folder / f"sending-job-{started}.log").open("a") as sending,
+        (folder / f"sent-job-{started}.log").open("a") as sent,
+        (folder / f"delivered-job-{started}.log").open("a") as delivered,
+    ):
+        for batch in itertools.count():
+            if (folder / STOP_FILE).exists():
+                return
+            if spark_work:
+                bodies = [f"job-{started}-{batch}-{i}" for i in range(JOB_BATCH)]
+                sending.write("\n".join(bodies) + "\n")
+                sending.flush()
+                queue.send_df(spark.createDataFrame([(body,) for body in bodies], "body string"))
+                sent.write("\n".join(bodies) + "\n")
+                sent.flush()
+                claimed = queue.receive_df(JOB_BATCH)
+                rows = claimed.select("body", "receive_count").collect()
+                delivered.write("".join(f"{time.time()} {r[0]} {r[1]}\n" for r in rows))
+                delivered.flush()
+                queue.delete_df(claimed)
+            broker.redrive()
+            # Up (worth a kill) once a whole round has run: a JVM's first round is slow.
+            (folder / f"up-{os.getpid()}").touch()
+            time.sleep(1.0)  # the job's cadence, short for the test
 
 
 if __name__ == "__main__":
     role, root_, folder_ = sys.argv[1:]
-    (consumer if role == "consumer" else redrive)(root_, Path(folder_))
+    (consumer if role == "consumer" else job)(root_, Path(folder_))

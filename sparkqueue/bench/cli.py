@@ -26,7 +26,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "--object-store",
         metavar="URI",
         help="also run the per-message scenarios natively under this root (s3://bucket/prefix;"
-        " credentials from the environment, as delta-rs reads them)",
+        " credentials from the environment, as delta-rs reads them), and on S3 the shared"
+        " scenario: a Spark-session broker's receives and consumers beside Spark's send_df",
     )
     parser.add_argument("--out", default="benchmarks/results", help="folder for bench.json/png")
     parser.add_argument(
@@ -48,7 +49,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     changes = {f.name: getattr(args, f.name) for f in fields(Sizes)}
     sizes = replace(sizes, **{name: value for name, value in changes.items() if value is not None})
     conf = {"spark.master": args.master} if args.master else {}
-    spark = spark_session(**conf)
+    # On object storage the session commits as the native engine does: both share the root.
+    spark = spark_session(storage_options={} if args.object_store else None, **conf)
     root = args.root or tempfile.mkdtemp(prefix="sparkqueue-bench-")
     scenarios = args.only or DEFAULT_SCENARIOS
     results = run(spark, root, sizes, scenarios, args.engine or ENGINES, args.object_store)

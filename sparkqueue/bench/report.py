@@ -165,6 +165,12 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     if "console" in results:
         pages = " / ".join(f"{ms:.0f}" for ms in results["console"].values())
         rows.append((f"console p50: {' / '.join(results['console'])}", f"{pages} ms", "< 200 ms"))
+    if "shared" in results:
+        shared = results["shared"]
+        receive = f"{shared['latency']['receive_p50_ms']:.0f} ms"
+        rows.append(("receive(1) p50, Spark-session broker on S3", receive, "<= 300 ms"))
+        kept = f"{shared['beside_spark']['per_s']:.1f} msg/s ({shared['kept']:.0%})"
+        rows.append(("4 consumers beside Spark's send_df on S3", kept, ">= 50% of alone"))
     if "redrive" in results:
         passes = results["redrive"]
         figure = f"spark {passes['redrive_s']:.1f} s | native {passes['native_redrive_s']:.1f} s"

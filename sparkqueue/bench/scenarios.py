@@ -16,9 +16,12 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from ..broker import Broker
+from ..store.spark_s3 import session_commits_conditionally
 from ..testing import FakeClock
-from .backlog import bodies, fill, left_in
+from .backlog import bodies, fill
 from .history import console_pages, history_cost
+from .loads import load, native_batches
+from .shared import shared
 from .window import during_window
 
 
@@ -132,67 +135,7 @@ def latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
     }
 
 
-def load(
-    broker: Broker, sizes: Sizes, *, producer: bool, name: str, prefetch: int | None = None
-) -> dict[str, Any]:
-    """Consumers receive(10) + delete_batch for a while; every delivery is checked afterwards.
-    With `prefetch`, they share one buffered client with that prefetch."""
-    queue = broker.create_queue(name)
-    rate = 1_500  # a backlog the consumers cannot run dry (the native engine's are fast)
-    backlog = int(sizes.load_seconds * rate * sizes.consumers) + 100
-    fill(broker, queue, backlog)
-    delivered: list[str] = []
-    sent_during: list[str] = []
-    stop = threading.Event()
-    lock = threading.Lock()
-    buffered = None if prefetch is None else queue.buffered(prefetch, visibility_timeout=3_600)
-    client = queue if buffered is None else buffered
-
-    def consume() -> None:
-        while not stop.is_set():
-            messages = client.receive(10, visibility_timeout=3_600)
-            if messages:
-                client.delete_batch([m.receipt_handle for m in messages])
-                with lock:
-                    delivered.extend(m.message_id for m in messages)
-
-    def produce() -> None:
-        while not stop.is_set():
-            ids = queue.send_batch([f"live {i}" for i in range(10)])
-            with lock:
-                sent_during.extend(ids)
-
-    threads = [threading.Thread(target=consume) for _ in range(sizes.consumers)]
-    if producer:
-        threads.append(threading.Thread(target=produce))
-    retries_before = broker.conflict_retries
-    _run_for(threads, stop, sizes.load_seconds)
-    if buffered is not None:
-        buffered.close()  # flushes the last deletes, releases what was never handed out
-    left = left_in(broker, queue)
-    everything = backlog + len(sent_during)
-    return {
-        "delivered": len(delivered),
-        "per_s": len(delivered) / sizes.load_seconds,
-        "duplicates": len(delivered) - len(set(delivered)),
-        "lost": everything - len(set(delivered) | left),
-        "conflict_retries": broker.conflict_retries - retries_before,
-        "sent_during": len(sent_during),
-    }
-
-
 FIFO_GROUPS = 50
-
-
-def _run_for(threads: list[threading.Thread], stop: threading.Event, seconds: float) -> None:
-    """Runs `threads` for a measurement window of `seconds` (not a visibility timeout), then
-    sets `stop` and waits for them."""
-    for thread in threads:
-        thread.start()
-    time.sleep(seconds)
-    stop.set()
-    for thread in threads:
-        thread.join()
 
 
 def fifo_load(broker: Broker, sizes: Sizes) -> dict[str, Any]:
@@ -213,7 +156,7 @@ def fifo_load(broker: Broker, sizes: Sizes) -> dict[str, Any]:
                     delivered.extend(messages)
                 queue.delete_batch([m.receipt_handle for m in messages])
 
-    _run_for([threading.Thread(target=consume) for _ in range(2)], stop, sizes.load_seconds)
+    during_window([consume, consume], sizes.load_seconds, stop)
     out_of_order = 0
     for group in {m.group_id for m in delivered}:
         numbers = [m.sequence_number for m in delivered if m.group_id == group]
@@ -340,6 +283,10 @@ def run(
             broker = Broker(None, f"{object_store.rstrip('/')}/{uuid.uuid4().hex[:8]}")
             without_spark = [name for name in per_engine if name != "worker"]
             results["engines"][where] = per_message(broker, sizes, without_spark)
+            if session_commits_conditionally(spark, object_store):  # both engines on one root
+                beside = Broker(spark, f"{broker.root}-shared", storage_options={})
+                figures = latency(beside, sizes)
+                results["shared"] = shared(beside, sizes.load_seconds, sizes.consumers, figures)
     if "redrive" in scenarios:
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
     if "console" in scenarios:
@@ -371,8 +318,10 @@ def per_message(broker: Broker, sizes: Sizes, scenarios: Sequence[str]) -> dict[
     if "latency" in scenarios:
         results["latency"] = latency(broker, sizes)
     if "load" in scenarios:
-        results["load_alone"] = load(broker, sizes, producer=False, name="load-alone")
-        results["load_with_producer"] = load(broker, sizes, producer=True, name="load-producer")
+        results["load_alone"] = load(broker, sizes.load_seconds, sizes.consumers, name="load-alone")
+        results["load_with_producer"] = load(
+            broker, sizes.load_seconds, sizes.consumers, name="load-producer", sender=native_batches
+        )
         results["load_ratio"] = results["load_with_producer"]["per_s"] / max(
             results["load_alone"]["per_s"], 1e-9
         )
@@ -381,7 +330,11 @@ def per_message(broker: Broker, sizes: Sizes, scenarios: Sequence[str]) -> dict[
     if "buffered" in scenarios:
         results["buffered_latency"] = buffered_latency(broker, sizes)
         results["buffered_load"] = load(
-            broker, sizes, producer=False, name="load-buffered", prefetch=sizes.prefetch
+            broker,
+            sizes.load_seconds,
+            sizes.consumers,
+            name="load-buffered",
+            prefetch=sizes.prefetch,
         )
     if "worker" in scenarios:
         results["worker"] = worker(broker, sizes)

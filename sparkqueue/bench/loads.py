@@ -1,0 +1,72 @@
+"""The load scenarios' loop: consumer threads on one queue, beside a sender, for a window."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..broker import Broker
+from .backlog import fill, left_in
+from .window import during_window
+
+Sender = Callable[[Any, threading.Event], int]  # sends to a queue until stopped; how many
+
+
+def load(
+    broker: Broker,
+    seconds: float,
+    consumers: int,
+    *,
+    name: str,
+    sender: Sender | None = None,
+    prefetch: int | None = None,
+) -> dict[str, Any]:
+    """`consumers` threads receive(10) + delete_batch for `seconds`, beside `sender` if given;
+    every delivery is checked afterwards. With `prefetch`, they share one buffered client with that
+    prefetch."""
+    queue = broker.create_queue(name)
+    rate = 1_500  # a backlog the consumers cannot run dry (the native engine's are fast)
+    backlog = int(seconds * rate * consumers) + 100
+    fill(broker, queue, backlog)
+    delivered: list[str] = []
+    sent_during: list[int] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+    buffered = None if prefetch is None else queue.buffered(prefetch, visibility_timeout=3_600)
+    client = queue if buffered is None else buffered
+
+    def consume() -> None:
+        while not stop.is_set():
+            messages = client.receive(10, visibility_timeout=3_600)
+            if messages:
+                client.delete_batch([m.receipt_handle for m in messages])
+                with lock:
+                    delivered.extend(m.message_id for m in messages)
+
+    def send() -> None:
+        if sender is not None:
+            sent_during.append(sender(queue, stop))
+
+    retries_before = broker.conflict_retries
+    during_window([consume] * consumers + [send], seconds, stop)
+    if buffered is not None:
+        buffered.close()  # flushes the last deletes, releases what was never handed out
+    left = left_in(broker, queue)
+    everything = backlog + sum(sent_during)
+    return {
+        "delivered": len(delivered),
+        "per_s": len(delivered) / seconds,
+        "duplicates": len(delivered) - len(set(delivered)),
+        "lost": everything - len(set(delivered) | left),
+        "conflict_retries": broker.conflict_retries - retries_before,
+        "sent_during": sum(sent_during),
+    }
+
+
+def native_batches(queue: Any, stop: threading.Event) -> int:
+    """A producer: batches of 10 through the native engine, back to back."""
+    sent = 0
+    while not stop.is_set():
+        sent += len(queue.send_batch([f"live {i}" for i in range(10)]))
+    return sent

@@ -1,0 +1,133 @@
+"""Both engines on one queue on S3 (moto's server, tests/s3_server.py): native processes receive
+and delete while a Spark job (a process with a session from `spark_session(storage_options=...)`)
+sends DataFrames, claims them with `receive_df`, deletes them with `delete_df` and runs the
+redrive pass, and both kinds are killed with SIGKILL at random moments. Afterwards every message
+is accounted for, none was handed out twice within its visibility window, no Delta log version was
+written twice, every commit of either engine was a conditional put, and both engines committed."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sparkqueue import Broker
+from sparkqueue.bench.chaos import DEAD_LETTERS, QUEUE, run_chaos
+from sparkqueue.errors import InvalidParameterValue
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_both_engines_share_a_queue_on_s3_through_kills(s3, tmp_path):
+    root = f"{s3.new_bucket()}/queues"
+    report = run_chaos(
+        None,
+        root,
+        tmp_path / "records",
+        seconds=90,
+        consumers=2,
+        messages=100,
+        kill_every=(5.0, 10.0),
+        seed=38,
+        min_kills=4,
+        spark_work=True,
+        storage_options=s3.options,
+    )
+
+    assert report.kills >= 4, report
+    assert report.lost == [] and report.unsent == [] and report.too_soon == [], report
+    assert report.deleted + report.left == report.sent
+    assert report.by_job > 0, report  # the Spark job sent and claimed
+    assert report.sent > 100  # and the native producer sent its 100
+
+    puts = s3.log_puts()
+    assert puts and all(put["conditional"] for put in puts)  # both engines' commits
+    written = Counter(put["key"] for put in puts if put["status"] == 200)
+    assert max(written.values()) == 1  # no version written twice
+    engines = _committers(s3, root, [QUEUE, DEAD_LETTERS])
+    assert engines["spark"] > 0 and engines["delta-rs"] > 0, engines
+
+
+def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in_spark(s3):
+    """Also when S3 stores a Spark commit but its answer is lost: the log store finds its own
+    write there (by its write id) instead of taking the version for another's, so no
+    transaction is committed twice."""
+    root = f"{s3.new_bucket()}/queues"
+    s3.lose_answers(2, "aws-sdk-java")  # S3A's (the AWS SDK for Java's) puts, not delta-rs's
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from sparkqueue import Broker, spark_session
+
+        options = json.loads(sys.argv[1])
+        spark = spark_session(storage_options=options)
+        broker = Broker(spark, {root!r}, storage_options=options)
+        assert broker.engine == "native", broker.engine
+        queue = broker.create_queue("jobs")
+        queue.send("one by one")
+        queue.send_df(spark.createDataFrame([("a",), ("b",)], "body string"))
+        claimed = queue.receive_df(10)
+        bodies = sorted(row.body for row in claimed.collect())
+        assert bodies == ["a", "b", "one by one"], bodies
+        deleted = queue.delete_df(claimed)
+        assert not deleted.failed and len(deleted.successful) == 3, deleted
+        assert queue.receive(10) == []
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(s3.options)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
+    assert sum(put["lost"] for put in s3.log_puts()) == 2
+    spark_commits = [info for info in _commit_infos(s3, root) if _engine(info) == "spark"]
+    transactions = Counter(info["txnId"] for info in spark_commits)
+    assert spark_commits and max(transactions.values()) == 1, transactions
+
+
+def test_a_session_with_deltas_own_s3_log_store_keeps_the_native_engine_out(spark, s3):
+    """Delta's default S3 log store writes a version without a conditional put: a broker given
+    such a session refuses the native engine beside it, and says how to fix it."""
+    root = f"{s3.new_bucket()}/queues"
+    with pytest.raises(InvalidParameterValue, match="spark_session\\(storage_options"):
+        Broker(spark, root, storage_options=s3.options)
+    with pytest.raises(InvalidParameterValue, match="conditional puts"):
+        Broker(spark, root, engine="native")
+
+
+def _committers(s3, root: str, names: list[str]) -> Counter[str]:
+    """How many log versions of the queues' tables each engine wrote."""
+    return Counter(_engine(info) for info in _commit_infos(s3, root, names))
+
+
+def _commit_infos(s3, root: str, names: list[str] | None = None) -> list[dict]:
+    """The commitInfo of every log version under the root (of the named queues' tables)."""
+    bucket, prefix = root.removeprefix("s3://").split("/", 1)
+    client = s3.client()
+    infos = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            key = item["Key"]
+            if not re.search(r"/_delta_log/\d{20}\.json$", key):
+                continue
+            if names is not None and not any(f"/queues/{name}-" in key for name in names):
+                continue
+            body = client.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+            lines = (json.loads(line) for line in body.splitlines() if line)
+            infos += [line["commitInfo"] for line in lines if "commitInfo" in line]
+    return infos
+
+
+def _engine(info: dict) -> str:
+    return "spark" if "Spark" in (info.get("engineInfo") or "") else "delta-rs"
