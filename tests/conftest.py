@@ -95,3 +95,12 @@ def s3():
 
     with s3_server() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def azure():
+    """An Azure Blob API served by Azurite, for the native engine on Azure."""
+    from tests.azurite import azurite_server
+
+    with azurite_server() as server:
+        yield server

@@ -1,0 +1,105 @@
+"""An Azure Blob Storage API for tests: Azurite (Microsoft's emulator, from the npm registry,
+installed on first use under ~/.cache/sparkqueue), run as a process of its own. delta-rs speaks to
+it as to Azure (`az://container/...`, the emulator's well-known account). Azurite serves the Blob
+API, not ADLS Gen2's DFS API, so Hadoop's ABFS client (Spark's `abfss://`) cannot use it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.processes import stop
+
+AZURITE = "azurite@3.37.0"
+INSTALL_DIR = Path.home() / ".cache" / "sparkqueue" / "azurite-3.37.0"
+ACCOUNT = "devstoreaccount1"
+# The emulator's published development key (not a secret: every Azurite has it).
+KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+@dataclass(frozen=True)
+class AzureServer:
+    url: str
+
+    @property
+    def options(self) -> dict[str, str]:
+        """delta-rs's keys for the emulator; the same names as environment variables (the
+        emulator's address is read from the environment only: AZURITE_BLOB_STORAGE_URL)."""
+        return {
+            "AZURE_STORAGE_USE_EMULATOR": "true",
+            "AZURE_STORAGE_ACCOUNT_NAME": ACCOUNT,
+            "AZURE_STORAGE_ACCOUNT_KEY": KEY,
+            "AZURITE_BLOB_STORAGE_URL": self.url,
+        }
+
+    def new_container(self) -> str:
+        """A fresh, empty container; its az:// URI."""
+        from azure.storage.blob import BlobServiceClient
+
+        name = f"sparkqueue-{uuid.uuid4().hex[:12]}"
+        connection = (
+            f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};"
+            f"BlobEndpoint={self.url}/{ACCOUNT};"
+        )
+        BlobServiceClient.from_connection_string(connection).create_container(name)
+        return f"az://{name}"
+
+
+def installed() -> Path:
+    """Azurite's blob server command, installed with npm where it is missing."""
+    command = INSTALL_DIR / "node_modules" / ".bin" / "azurite-blob"
+    if not command.exists():
+        npm = shutil.which("npm")
+        assert npm is not None, "Azurite's tests need Node.js and npm"
+        partial = Path(tempfile.mkdtemp(prefix="azurite-", dir=INSTALL_DIR.parent.as_posix()))
+        subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(partial), AZURITE],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+        try:
+            partial.rename(INSTALL_DIR)  # whole, or not there: a concurrent install may win
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)
+    return command
+
+
+@contextmanager
+def azurite_server() -> Iterator[AzureServer]:
+    INSTALL_DIR.parent.mkdir(parents=True, exist_ok=True)
+    command = installed()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder = tempfile.TemporaryDirectory(prefix="sparkqueue-azurite-")
+    process = subprocess.Popen(
+        [str(command), "--blobHost", "127.0.0.1", "--blobPort", str(port),
+         "--location", folder.name, "--skipApiVersionCheck", "--loose", "--silent"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("Azurite did not start") from None
+                time.sleep(0.1)
+        yield AzureServer(f"http://127.0.0.1:{port}")
+    finally:
+        stop(process, timeout=10)
+        folder.cleanup()
