@@ -263,7 +263,7 @@ def _native_tables(
     local root. On object storage a broker with a Spark session keeps to Spark: nothing there
     would make the two engines' commits take turns, as the commit lock does on a local disk."""
     from .store.native_tables import NativeTables
-    from .store.spark_s3 import session_commits_conditionally
+    from .store.spark_s3 import check_shared_options, session_commits_conditionally
     from .store.tables import is_native_root
 
     if not is_native_root(layout):
@@ -275,9 +275,10 @@ def _native_tables(
             )
         return None
     assert isinstance(layout, PathLayout)
-    shared = storage is None or storage.connect or not layout.object_store
-    if not shared and not session_commits_conditionally(storage.spark, layout.uri):
-        if engine == "native" or storage_options:
+    if storage is not None and layout.object_store:
+        if session_commits_conditionally(storage.spark, layout.uri):
+            check_shared_options(storage_options)
+        elif engine == "native" or storage_options:
             raise InvalidParameterValue(
                 f"this Spark session's Delta log store for {layout} does not commit with"
                 " conditional puts, so its commits and the native engine's could overwrite"
@@ -285,7 +286,8 @@ def _native_tables(
                 "storage_options=...) (S3), or use Broker(None, root, storage_options=...)"
                 " for the native engine alone, or engine='spark' without storage_options"
             )
-        return None
+        else:
+            return None
     if engine != "native" and storage is not None and storage.connect:
         return None  # a Spark Connect session: its server writes the tables
     return NativeTables(layout, policy, storage_options)

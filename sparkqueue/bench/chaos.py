@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -65,6 +65,7 @@ class ChaosReport:
     lost: list[str]  # sent, never handed out, and gone
     unsent: list[str]  # in the tables but never sent
     too_soon: list[str]  # handed out twice within a visibility window
+    doubled: list[str]  # held by more than one row of the tables at the end
     by_job: int = 0  # of `sent` and of `delivered`, what the Spark job sent and claimed
 
 
@@ -164,26 +165,28 @@ def _drain(queue: Any, deadline: float) -> None:
 
 def account(folder: Path, broker: Broker, kills: int) -> ChaosReport:
     """Checks the records against what the queue and its dead-letter queue still hold."""
-    left: set[str] = set()
+    left: Counter[str] = Counter()
     for name in (QUEUE, DEAD_LETTERS):
-        left |= _bodies(broker, name)
+        left.update(_bodies(broker, name))
     return tally(folder, left, kills)
 
 
-def _bodies(broker: Broker, name: str) -> set[str]:
-    """The bodies of the messages a queue's table holds (tombstones aside)."""
+def _bodies(broker: Broker, name: str) -> list[str]:
+    """The bodies of the messages a queue's table holds, one per row (tombstones aside)."""
     record = broker.context.record(name)
     native = broker.context.native
     if native is not None:
         table = native.open(record.location).to_pyarrow_table(columns=["body", "shard"])
         rows = zip(table["body"].to_pylist(), table["shard"].to_pylist(), strict=True)
-        return {body for body, shard in rows if shard >= 0}
+        return [body for body, shard in rows if shard >= 0]
     rows = broker.context.read(record).where("shard >= 0").select("body").collect()
-    return {row.body for row in rows}
+    return [row.body for row in rows]
 
 
-def tally(folder: Path, left: set[str], kills: int) -> ChaosReport:
-    """The report from the records in `folder` and the bodies still in the tables (`left`)."""
+def tally(folder: Path, rows: Counter[str], kills: int) -> ChaosReport:
+    """The report from the records in `folder` and the bodies still in the tables (`rows`: how
+    many rows hold each)."""
+    left = set(rows)
     sent: set[str] = set()
     for path in folder.glob("sent*.log"):
         sent |= set(path.read_text().split())
@@ -195,6 +198,7 @@ def tally(folder: Path, left: set[str], kills: int) -> ChaosReport:
         for line in path.read_text().splitlines():
             at, body, count = line.split()
             handed[body].append((float(at), int(count)))
+    sent |= maybe & (left | set(handed))  # its send landed: the tables or a hand-out say so
     return ChaosReport(
         sent=len(sent),
         delivered=sum(len(times) for times in handed.values()),
@@ -202,8 +206,9 @@ def tally(folder: Path, left: set[str], kills: int) -> ChaosReport:
         left=len(left),
         kills=kills,
         lost=sorted(sent - left - set(handed)),
-        unsent=sorted((left | set(handed)) - sent - maybe),
+        unsent=sorted((left | set(handed)) - sent),
         too_soon=sorted(body for body, times in handed.items() if not _apart(times)),
+        doubled=sorted(body for body, count in rows.items() if count > 1),
         by_job=len({body for body in sent if body.startswith("job-")})
         + sum(1 for path in folder.glob("delivered-job-*.log") for _ in path.open()),
     )

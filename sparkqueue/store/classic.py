@@ -39,3 +39,10 @@ def counted_dml(
     if affected < 0:  # a metadata-only DELETE of whole files whose row counts Delta lacks
         return UNKNOWN
     return Counts(known=True, updated=affected) if values else Counts(known=True, deleted=affected)
+
+
+def context_setting(spark: SparkSession, key: str) -> str | None:
+    """A setting of the session's SparkContext (what Delta reads its log store from), which a
+    session-level `spark.conf.set` does not change."""
+    conf = spark.sparkContext.getConf()
+    return conf.get(key) if conf.contains(key) else None

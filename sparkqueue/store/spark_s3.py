@@ -39,6 +39,9 @@ S3_PACKAGES = (
 )
 S3_EXCLUDES = ("software.amazon.awssdk:bundle",)
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+# delta-rs settings that swap its conditional put for another commit protocol on S3.
+UNSAFE_WITH_SPARK = ("AWS_S3_ALLOW_UNSAFE_RENAME", "AWS_S3_LOCKING_PROVIDER", "AWS_CONDITIONAL_PUT",
+                     "AWS_COPY_IF_NOT_EXISTS")  # fmt: skip
 JAR_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sparkqueue" / "jars"
 
 
@@ -84,10 +87,29 @@ def s3_settings(storage_options: Mapping[str, str] | None) -> dict[str, str]:
 
 def session_commits_conditionally(spark: Any, uri: str) -> bool:
     """Whether this Spark session commits tables under `uri` with conditional puts (then the
-    native engine may commit beside it there)."""
+    native engine may commit beside it there). Read from the SparkContext's settings, which Delta
+    chooses its log store by; a Spark Connect session's server is out of sight: never."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return False
+    from .classic import context_setting
+
     scheme = uri.split(":", 1)[0]
-    conf = {key: spark.conf.get(key, None) for key in log_store_keys(scheme)}
+    conf = {key: context_setting(spark, key) for key in log_store_keys(scheme)}
     return commits_conditionally(conf, scheme)
+
+
+def check_shared_options(storage_options: Mapping[str, str] | None) -> None:
+    """Refuses delta-rs settings that would make its S3 commits something other than conditional
+    puts, where Spark commits beside it (given, or in the environment, which delta-rs reads)."""
+    given = {key.upper(): str(value) for key, value in (storage_options or {}).items()}
+    for key in UNSAFE_WITH_SPARK:
+        value = given.get(key, os.environ.get(key))
+        if value is not None:
+            raise InvalidParameterValue(
+                f"{key} changes how the native engine commits on S3, and Spark commits beside it"
+                " here with conditional puts; leave it unset (in storage_options and in the"
+                " environment) for a root both engines write"
+            )
 
 
 def log_store_keys(scheme: str) -> tuple[str, ...]:
@@ -125,7 +147,7 @@ def log_store_jar(ivy_dir: Path) -> Path:
     with tempfile.TemporaryDirectory(dir=JAR_CACHE) as work:
         classes = Path(work, "classes")
         classpath = os.pathsep.join([str(hadoop_api), str(delta_storage)])
-        _run([javac, "--release", "17", "-d", str(classes), "-cp", classpath,
+        _run([javac, "--release", "17", "-proc:none", "-d", str(classes), "-cp", classpath,
               str(LOG_STORE_SOURCE)])  # fmt: skip
         built = Path(work, jar.name)
         _run([shutil.which("jar", path=_java_bin_path()) or "jar", "cf", str(built),
@@ -159,10 +181,13 @@ def _delta_storage_jar(version: str, ivy_dir: Path) -> Path:
     if not cached.is_file():
         JAR_CACHE.mkdir(parents=True, exist_ok=True)
         url = f"{MAVEN_CENTRAL}/io/delta/delta-storage/{version}/delta-storage-{version}.jar"
-        with urllib.request.urlopen(url, timeout=60) as answer:
-            partial = cached.with_suffix(f".{os.getpid()}.part")
-            partial.write_bytes(answer.read())
-        os.replace(partial, cached)
+        partial = cached.with_suffix(f".{os.getpid()}.part")
+        try:
+            with urllib.request.urlopen(url, timeout=60) as answer:
+                partial.write_bytes(answer.read())
+            os.replace(partial, cached)
+        finally:
+            partial.unlink(missing_ok=True)
     return cached
 
 

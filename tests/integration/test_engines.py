@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from sparkqueue import Broker
 from sparkqueue.errors import InvalidParameterValue
 from sparkqueue.services.redrive import Redrive
+from sparkqueue.store.spark_s3 import LOG_STORE_CLASS
 from sparkqueue.store.storage import Storage
 
 from .helpers import run_threads
@@ -36,14 +37,20 @@ def test_the_engine_is_chosen_and_says_so(spark, broker, spark_broker, tmp_path)
 
 
 def test_on_object_storage_a_broker_with_spark_keeps_to_spark(spark):
-    """Spark's S3 log store and delta-rs's conditional puts do not exclude each other's commits,
-    so one engine writes an object-storage root: Spark's where a session is given (refused
-    before anything is read: this session has no S3 file system to read with)."""
-    root = "s3a://bucket/queues"
-    with pytest.raises(InvalidParameterValue, match="one engine writes a root"):
-        Broker(spark, root, engine="native")
-    with pytest.raises(InvalidParameterValue, match="one engine writes a root"):
-        Broker(spark, root, storage_options={"AWS_REGION": "us-east-1"})
+    """Delta's own S3 log store and delta-rs's conditional puts do not exclude each other's
+    commits, so a session with it keeps an object-storage root to one engine, and on gs:// every
+    session does (refused before anything is read: this session has no file system for either)."""
+    for root in ("s3a://bucket/queues", "gs://bucket/queues"):
+        with pytest.raises(InvalidParameterValue, match="does not commit with conditional puts"):
+            Broker(spark, root, engine="native")
+        with pytest.raises(InvalidParameterValue, match="does not commit with conditional puts"):
+            Broker(spark, root, storage_options={"AWS_REGION": "us-east-1"})
+    spark.conf.set("spark.delta.logStore.s3a.impl", LOG_STORE_CLASS)  # too late for Delta
+    try:
+        with pytest.raises(InvalidParameterValue, match="does not commit with conditional puts"):
+            Broker(spark, "s3a://bucket/queues", engine="native")
+    finally:
+        spark.conf.unset("spark.delta.logStore.s3a.impl")
 
 
 def test_threads_of_both_engines_share_one_queue(spark, broker, spark_broker):

@@ -42,6 +42,7 @@ def test_both_engines_share_a_queue_on_s3_through_kills(s3, tmp_path):
 
     assert report.kills >= 4, report
     assert report.lost == [] and report.unsent == [] and report.too_soon == [], report
+    assert report.doubled == [], report
     assert report.deleted + report.left == report.sent
     assert report.by_job > 0, report  # the Spark job sent and claimed
     assert report.sent > 100  # and the native producer sent its 100
@@ -50,8 +51,11 @@ def test_both_engines_share_a_queue_on_s3_through_kills(s3, tmp_path):
     assert puts and all(put["conditional"] for put in puts)  # both engines' commits
     written = Counter(put["key"] for put in puts if put["status"] == 200)
     assert max(written.values()) == 1  # no version written twice
-    engines = _committers(s3, root, [QUEUE, DEAD_LETTERS])
+    infos = _commit_infos(s3, root, [QUEUE, DEAD_LETTERS])
+    engines = Counter(_engine(info) for info in infos)
     assert engines["spark"] > 0 and engines["delta-rs"] > 0, engines
+    spark_transactions = Counter(info["txnId"] for info in infos if _engine(info) == "spark")
+    assert max(spark_transactions.values()) == 1  # none committed twice
 
 
 def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in_spark(s3):
@@ -104,11 +108,6 @@ def test_a_session_with_deltas_own_s3_log_store_keeps_the_native_engine_out(spar
         Broker(spark, root, storage_options=s3.options)
     with pytest.raises(InvalidParameterValue, match="conditional puts"):
         Broker(spark, root, engine="native")
-
-
-def _committers(s3, root: str, names: list[str]) -> Counter[str]:
-    """How many log versions of the queues' tables each engine wrote."""
-    return Counter(_engine(info) for info in _commit_infos(s3, root, names))
 
 
 def _commit_infos(s3, root: str, names: list[str] | None = None) -> list[dict]:

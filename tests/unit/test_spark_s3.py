@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from sparkqueue.errors import InvalidParameterValue
-from sparkqueue.store.spark_s3 import LOG_STORE_CLASS, commits_conditionally, s3_settings
+from sparkqueue.store.spark_s3 import (
+    LOG_STORE_CLASS,
+    UNSAFE_WITH_SPARK,
+    check_shared_options,
+    commits_conditionally,
+    s3_settings,
+)
 
 OPTIONS = {
     "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
@@ -59,3 +65,14 @@ def test_only_the_conditional_log_store_lets_the_native_engine_commit_beside_spa
     assert not commits_conditionally({"spark.delta.logStore.s3.impl": default}, "s3")
     assert commits_conditionally({"spark.delta.logStore.class": LOG_STORE_CLASS}, "s3a")
     assert not commits_conditionally({"spark.delta.logStore.s3.impl": LOG_STORE_CLASS}, "gs")
+
+
+def test_delta_rs_settings_that_change_its_s3_commits_are_refused_beside_spark(monkeypatch):
+    for name in UNSAFE_WITH_SPARK:
+        monkeypatch.delenv(name, raising=False)
+    check_shared_options({"AWS_REGION": "us-east-1"})
+    with pytest.raises(InvalidParameterValue, match="AWS_S3_ALLOW_UNSAFE_RENAME"):
+        check_shared_options({"aws_s3_allow_unsafe_rename": "true"})
+    monkeypatch.setenv("AWS_CONDITIONAL_PUT", "disabled")  # the environment counts too
+    with pytest.raises(InvalidParameterValue, match="AWS_CONDITIONAL_PUT"):
+        check_shared_options({})
