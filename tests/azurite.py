@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.processes import stop
+from tests.processes import free_port, stop, wait_for_port
 
 AZURITE = "azurite@3.37.0"
 INSTALL_DIR = Path.home() / ".cache" / "sparkqueue" / "azurite-3.37.0"
@@ -78,9 +76,7 @@ def installed() -> Path:
 def azurite_server() -> Iterator[AzureServer]:
     INSTALL_DIR.parent.mkdir(parents=True, exist_ok=True)
     command = installed()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     folder = tempfile.TemporaryDirectory(prefix="sparkqueue-azurite-")
     process = subprocess.Popen(
         [str(command), "--blobHost", "127.0.0.1", "--blobPort", str(port),
@@ -90,15 +86,7 @@ def azurite_server() -> Iterator[AzureServer]:
         env={**os.environ},
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("Azurite did not start") from None
-                time.sleep(0.1)
+        wait_for_port(process, port, "Azurite")
         yield AzureServer(f"http://127.0.0.1:{port}")
     finally:
         stop(process, timeout=10)

@@ -1,9 +1,11 @@
-"""Processes the tests start (servers, jobs): how they are stopped."""
+"""Processes the tests start (servers, jobs): how they are started on a free port and stopped."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,3 +33,23 @@ def run_here(command: list[str], timeout: float) -> subprocess.CompletedProcess[
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done
+
+
+def free_port() -> int:
+    """A port free on the loopback interface now (for a server a test is about to start)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(process: subprocess.Popen, port: int, what: str, timeout: float = 60) -> None:
+    """Waits until `process` listens on `port`; RuntimeError naming `what` if it dies or is late."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start") from None
+            time.sleep(0.1)

@@ -8,11 +8,9 @@ written, how often, and whether each put was conditional."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.processes import stop
+from tests.processes import free_port, stop, wait_for_port
 
 
 @dataclass(frozen=True)
@@ -69,9 +67,7 @@ class S3Server:
 
 @contextmanager
 def s3_server() -> Iterator[S3Server]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     folder = tempfile.TemporaryDirectory(prefix="sparkqueue-s3-")
     journal = Path(folder.name) / "log-puts.jsonl"
     journal.touch()
@@ -82,15 +78,7 @@ def s3_server() -> Iterator[S3Server]:
         cwd=Path(__file__).parent.parent,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto's S3 server did not start") from None
-                time.sleep(0.1)
+        wait_for_port(process, port, "moto's S3 server")
         yield S3Server(f"http://127.0.0.1:{port}", journal)
     finally:
         stop(process, timeout=10)

@@ -87,7 +87,7 @@ def s3_settings(storage_options: Mapping[str, str] | None) -> dict[str, str]:
 
 def session_commits_conditionally(spark: Any, uri: str) -> bool:
     """Whether this Spark session commits tables under `uri` with conditional puts (then the
-    native engine may commit beside it there). Read from the SparkContext's settings, which Delta
+    native engine may commit beside it there). Read from the Spark context's settings, which Delta
     chooses its log store by; a Spark Connect session's server is out of sight: never."""
     if type(spark).__module__.startswith("pyspark.sql.connect"):
         return False
