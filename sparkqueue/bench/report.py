@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 OPERATIONS = ("send", "receive", "delete")  # the endpoint scenario's calls, in cycle order
-# The worker loop's bars for one worker, by batch size (the native engine's, from issue 29).
+# The worker loop's bars for one worker, by batch size (the native engine's).
 WORKER_BARS = {
     10: ">= 40 msg/s",
     100: ">= 400 msg/s",
