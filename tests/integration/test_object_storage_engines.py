@@ -30,7 +30,7 @@ def test_both_engines_share_a_queue_on_s3_through_kills(s3, tmp_path):
         None,
         root,
         tmp_path / "records",
-        seconds=90,
+        seconds=60,
         consumers=2,
         messages=100,
         kill_every=(5.0, 10.0),
@@ -61,7 +61,9 @@ def test_both_engines_share_a_queue_on_s3_through_kills(s3, tmp_path):
 def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in_spark(s3):
     """Also when S3 stores a Spark commit but its answer is lost: the log store finds its own
     write there (by its write id) instead of taking the version for another's, so no
-    transaction is committed twice."""
+    transaction is committed twice. And when both engines append to the queue at once (a native
+    thread and Spark's send_df; S3 refuses the loser of a version, several times a run here),
+    every message lands once."""
     root = f"{s3.new_bucket()}/queues"
     s3.lose_answers(2, "aws-sdk-java")  # S3A's (the AWS SDK for Java's) puts, not delta-rs's
     script = textwrap.dedent(
@@ -82,6 +84,18 @@ def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in
         deleted = queue.delete_df(claimed)
         assert not deleted.failed and len(deleted.successful) == 3, deleted
         assert queue.receive(10) == []
+
+        # Both engines append to one table at once: S3 refuses whichever loses a version.
+        import threading
+        def natively():
+            for i in range(40):
+                queue.send_batch([f"n{{i}}-{{j}}" for j in range(5)])
+        sender = threading.Thread(target=natively)
+        sender.start()
+        for i in range(6):
+            queue.send_df(spark.createDataFrame([(f"s{{i}}-{{j}}",) for j in range(5)], "body string"))
+        sender.join()
+        assert queue.stats().visible == 40 * 5 + 6 * 5, queue.stats()
         print("ok")
         """
     )
@@ -94,7 +108,11 @@ def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in
         check=False,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
-    assert sum(put["lost"] for put in s3.log_puts()) == 2
+    puts = s3.log_puts()
+    assert sum(put["lost"] for put in puts) == 2
+    assert all(put["conditional"] for put in puts)
+    stored = Counter(put["key"] for put in puts if put["status"] == 200)
+    assert max(stored.values()) == 1  # the refused (412) lost their version and retried
     spark_commits = [info for info in _commit_infos(s3, root) if _engine(info) == "spark"]
     transactions = Counter(info["txnId"] for info in spark_commits)
     assert spark_commits and max(transactions.values()) == 1, transactions
