@@ -77,14 +77,15 @@ def count_in_flight(ctx: QueueContext, record: QueueRecord, now: datetime) -> in
 
 
 def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: int) -> list[Row]:
-    """Visible messages to try, oldest first, preferring one random shard so receivers rarely
-    collide (callers of one broker share rounds and never do).
+    """Visible messages to try, oldest first: those of one random shard, topped up from the
+    others when it holds too few. Receivers of different brokers then rarely collide (callers of
+    one broker share rounds and never do), and a read touches one shard's files: on object
+    storage every file is a request (a shallow queue filled by `send_df` holds two per shard).
 
-    On a deep queue (one shard held DEEP_SHARD_ROWS more than wanted at the broker's last look:
-    `QueueContext.depths`) only that shard is read, and the read stops at the rows it needs (roughly its
-    oldest: files are read in the order they were written): ~0.3 s on a 300,000-message backlog
-    against ~0.7-1 s for every visible row. Otherwise one query takes the queue's oldest visible
-    rows, which is cheap on a shallow queue.
+    On a shallow queue the shard's oldest rows are read. On a deep one (one shard held
+    DEEP_SHARD_ROWS more than wanted at the broker's last look: `QueueContext.depths`) the read
+    stops at the rows it needs (roughly the shard's oldest: files are read in the order they were
+    written): ~0.3 s on a 300,000-message backlog against ~0.7-1 s for the oldest of all.
     """
     attrs = record.attributes
     tables, location = ctx.tables_for(record), record.location
@@ -92,20 +93,20 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
         return fifo_queue.candidates(ctx, record, now, wanted, COLLECTED)
     visible = claimable(now, attrs)
     first = random.randrange(attrs.shards)
-    in_first = visible & (col("shard") == first)
+    in_first, others = visible & (col("shard") == first), visible & (col("shard") != first)
     depths = ctx.depths
-    if depths.is_deep(location):  # the first rows of one shard: its files in write order
-        found = tables.select(location, COLLECTED, in_first, limit=wanted)
-        if len(found) < wanted:
-            depths.mark(location, False)
-            others = visible & (col("shard") != first)
-            found += tables.select(location, COLLECTED, others, limit=wanted - len(found))
-    else:  # the oldest of the queue; a full answer asks whether one shard would have done
-        found = tables.select(location, COLLECTED, visible, order_by=["message_id"], limit=wanted)
-        if len(found) == wanted and depths.due(location):
-            deep = wanted + DEEP_SHARD_ROWS
-            in_shard = tables.select(location, ["message_id"], in_first, limit=deep)
-            depths.mark(location, len(in_shard) == deep)
+    deep = depths.is_deep(location)
+    order = [] if deep else ["message_id"]
+    found = tables.select_preferring(
+        location, COLLECTED, in_first, others, order_by=order, limit=wanted
+    )
+    from_first = sum(row.shard == first for row in found)
+    if deep and from_first < wanted:
+        depths.mark(location, False)
+    elif not deep and from_first == wanted and depths.due(location):  # has it grown deep?
+        enough = wanted + DEEP_SHARD_ROWS
+        in_shard = tables.select(location, ["message_id"], in_first, limit=enough)
+        depths.mark(location, len(in_shard) == enough)
     return sorted(found, key=lambda row: row.message_id)  # ids sort by send time: oldest first
 
 

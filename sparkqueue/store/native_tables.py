@@ -13,15 +13,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlparse
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import (
     DeltaTable,
     QueryBuilder,
@@ -31,7 +28,6 @@ from deltalake.exceptions import DeltaProtocolError, TableNotFoundError
 from deltalake.fs import DeltaStorageHandler
 
 from ..errors import QueueDoesNotExist, TransactionConflict, UnsupportedOperation
-from ..limits import COMPACTED_FILE_BYTES
 from ..rules.expr import Expr, col
 from .counts import Counts
 from .locking import NATIVE, commit_lock
@@ -41,6 +37,7 @@ from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
 from .native_history import LogTrimmed, RowState, row_states
 from .native_process import check_process
 from .native_sql import quote_name, to_sql
+from .native_upkeep import NativeUpkeep
 from .schema import Columns
 from .statements import MESSAGE_KEY, Row
 from .tables import PathLayout
@@ -52,7 +49,7 @@ _SOURCE = "s"  # a MERGE's source alias; the target's is "t"
 HISTORY_READ_ATTEMPTS = 3  # a trim lands once a pass (a minute): a third read finds it done
 
 
-class NativeTables:
+class NativeTables(NativeUpkeep):
     """The `Tables` of a broker on a path root, served by delta-rs."""
 
     engine = "native"
@@ -128,6 +125,23 @@ class NativeTables:
         if limit is not None:
             statement += f" LIMIT {int(limit)}"
         return self.query(address, statement, at=at)
+
+    def select_preferring(
+        self,
+        address: str,
+        columns: Sequence[str],
+        preferred: Expr,
+        others: Expr,
+        *,
+        order_by: Sequence[str] = (),
+        limit: int,
+    ) -> list[Row]:
+        at = self.open(address)  # one snapshot: opening it is most of a read on object storage
+        found = self.select(address, columns, preferred, order_by=order_by, limit=limit, at=at)
+        if len(found) < limit:
+            rest = limit - len(found)
+            found += self.select(address, columns, others, order_by=order_by, limit=rest, at=at)
+        return found
 
     def aggregate(
         self,
@@ -339,60 +353,6 @@ class NativeTables:
             f"the log of {address} was trimmed under {HISTORY_READ_ATTEMPTS} readings in a row;"
             " read the history again"
         )
-
-    def footprint(self, address: str) -> tuple[int, int]:
-        files = self.open(address).get_add_actions(flatten=True)
-        sizes = pa.RecordBatchReader.from_stream(files).read_all().column("size_bytes")
-        return len(sizes), int(pc.sum(sizes).as_py() or 0)
-
-    # -- upkeep (the redrive pass's, services/tidy.py) -------------------------------------------
-
-    def properties(self, address: str) -> dict[str, str]:
-        return dict(self.open(address).metadata().configuration)
-
-    def set_properties(self, address: str, properties: dict[str, str]) -> None:
-        def change() -> None:
-            alter = self.open(address).alter
-            alter.set_table_properties(properties, post_commithook_properties=NO_HOOKS)
-
-        self.transact(address, change, f"setting properties of {address}")
-
-    def optimize(self, address: str, shard: int | None = None) -> None:
-        """Compacts the table (or one shard) into files of COMPACTED_FILE_BYTES, as Spark's
-        compaction does (every claim rewrites the file holding its row), as its own transaction
-        (under the commit lock on a local root: delta-rs commits a compaction like any write)."""
-        where = None if shard is None else [("shard", "=", str(shard))]
-
-        def compact() -> None:
-            self.open(address).optimize.compact(
-                partition_filters=where,
-                target_size=COMPACTED_FILE_BYTES,
-                post_commithook_properties=NO_HOOKS,
-            )
-
-        self.transact(address, compact, f"compacting {address}")
-
-    def vacuum(self, address: str, retain_hours: int) -> None:
-        """Deletes every file of the table's folder that no version of the last `retain_hours`
-        uses (a full listing, as Spark's VACUUM: files of conflicted rewrites included). On a
-        local root it lists and deletes with no commit and so without the commit lock, as
-        Spark's does there (storage.LOCAL_VACUUM); on object storage delta-rs's VACUUM, which
-        records itself, and then the log entries past the table's log retention (Delta's own
-        cleanup; logtrim.py trims a local log)."""
-        folder = self._layout.folder(address)
-        options = {"retention_hours": retain_hours, "enforce_retention_duration": False}
-        if folder is not None:
-            for path in self.open(address).vacuum(dry_run=True, full=True, **options):
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(os.path.join(folder, urlparse(path).path.removeprefix("/")))
-            return
-
-        def vacuum() -> None:
-            table = self.open(address)
-            table.vacuum(dry_run=False, full=True, post_commithook_properties=NO_HOOKS, **options)
-
-        self.transact(address, vacuum, f"vacuuming {address}")
-        self.open(address).cleanup_metadata()
 
     def _remember(self, address: str) -> None:
         with self._known_lock:

@@ -95,6 +95,22 @@ class SparkTables:
             frame = frame.limit(limit)
         return collect_rows(frame, columns)
 
+    def select_preferring(
+        self,
+        address: str,
+        columns: Sequence[str],
+        preferred: Expr,
+        others: Expr,
+        *,
+        order_by: Sequence[str] = (),
+        limit: int,
+    ) -> list[Row]:
+        found = self.select(address, columns, preferred, order_by=order_by, limit=limit)
+        if len(found) < limit:
+            rest = limit - len(found)
+            found += self.select(address, columns, others, order_by=order_by, limit=rest)
+        return found
+
     def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
         return aggregate_frame(self.storage.read(address), counts, least)
 

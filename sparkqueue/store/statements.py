@@ -65,6 +65,21 @@ class Tables(Protocol):
         largest first when `descending`), at most `limit`."""
         ...
 
+    def select_preferring(
+        self,
+        address: str,
+        columns: Sequence[str],
+        preferred: Expr,
+        others: Expr,
+        *,
+        order_by: Sequence[str] = (),
+        limit: int,
+    ) -> list[Row]:
+        """At most `limit` rows meeting `preferred`, topped up with rows meeting `others` (two
+        disjoint conditions, each part in `order_by` order): a read that a partition filter in
+        `preferred` keeps to a few files whenever they hold enough."""
+        ...
+
     def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
         """One scan: per name, how many rows meet a condition, or the least value of an
         expression (None on no rows)."""

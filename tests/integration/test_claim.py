@@ -186,10 +186,28 @@ def test_a_deep_queue_is_read_one_shard_at_a_time_and_drains_completely(spark, b
 
 
 @both_engines
-def test_a_standard_queue_hands_out_the_oldest_first(broker, clock):
+def test_a_standard_queue_hands_out_each_shards_oldest_first(broker, clock):
+    """A receive starts from a random shard (so receivers spread over the queue and a read
+    touches few files), and takes that shard's oldest: per shard, messages leave in send order."""
     queue = broker.create_queue("ordered", shards=4)
     sent = []
-    for i in range(6):  # one send at a time, each to a random shard
+    for i in range(12):  # one send at a time, each to a random shard
+        sent.append(queue.send(f"m{i}"))
+        clock.advance(0.002)
+    taken: dict[int, list[str]] = {}
+    while batch := queue.receive(2):
+        for message in batch:
+            shard = int(message.receipt_handle.split(".", 1)[0])  # a handle names its row's shard
+            taken.setdefault(shard, []).append(message.message_id)
+    assert sorted(i for ids in taken.values() for i in ids) == sorted(sent)
+    for ids in taken.values():
+        assert ids == sorted(ids, key=sent.index)
+
+
+def test_a_queue_of_one_shard_hands_out_the_oldest_first(broker, clock):
+    queue = broker.create_queue("one-shard", shards=1)
+    sent = []
+    for i in range(6):
         sent.append(queue.send(f"m{i}"))
         clock.advance(0.002)
     assert [m.message_id for m in queue.receive(1) + queue.receive(1)] == sent[:2]
