@@ -73,15 +73,15 @@ HANDOUT_ALLOWANCE_MAX_SECONDS = 5.0
 # batch's deletes (engine/statement.py); bigger ones are staged as receive_df claims.
 EXCHANGE_MAX_BATCH = 100_000
 # Up to this many rows (retired, changed and claimed) a round's statement is one UPDATE; above it
-# one MERGE, whose join costs less than the UPDATE's long literal lists (docs/performance.md,
-# "The worker loop").
+# one MERGE, whose join costs less than the UPDATE's long literal lists, on both engines
+# (engine/statement.py).
 EXCHANGE_UPDATE_MAX_ROWS = 200
 # A shared round carries the oldest waiting operations up to this many rows (an operation larger
 # than that runs alone): four worker loops at batch 10,000 share one commit.
 ROUND_MAX_ROWS = 2 * 4 * 10_000
-# The native engine's rounds are one delta-rs UPDATE at every size; one that mixes retirements
-# and claims of ~10,000 rows each overflowed delta-rs's stack (measured, deltalake 1.6.6), so its
-# rounds carry up to this many rows, and a larger exchange retires and claims in two rounds.
+# A native round carries up to this many rows, and a larger exchange retires and claims in two
+# rounds: an UPDATE (the form of a round naming one message twice) of ~10,000 retirements and
+# ~10,000 claims overflowed delta-rs's stack (deltalake 1.6.6); MERGE rounds run as fast split.
 NATIVE_ROUND_MAX_ROWS = 4_000
 ATTRIBUTE_CACHE_SECONDS = 5.0  # as in SQS, attribute changes propagate within moments
 CLAIMS_KEPT = timedelta(days=1)  # receive_df results stay re-readable this long after the claim

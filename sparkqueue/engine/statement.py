@@ -7,11 +7,10 @@ rebuilding the table's state and planning its own jobs; here one statement carri
 - small rounds: one UPDATE on literal shards and ids. Retired messages become tombstones (the
   emptied row in the tombstone shard, as FIFO deletes leave; the redrive job drops them). An
   UPDATE cannot delete, but it costs less than a MERGE (no source DataFrame to materialize);
-- larger rounds on the Spark engine: one MERGE whose source lists every row with what it becomes
-  (retired rows become the same tombstones): there Spark's join beats the UPDATE's long literal
-  lists
-  (docs/performance.md, "The worker loop: small batches by UPDATE"). The native engine runs the
-  UPDATE at every size: DataFusion's IN lists are cheap, and one statement form serves all.
+- larger rounds: one MERGE whose source lists every row with what it becomes (retired rows
+  become the same tombstones), whose join beats the UPDATE's long literal lists: Spark's built
+  by round_merge.py, the native engine's from an Arrow source by `by_merge` (delta-rs: 3-8x the
+  UPDATE's rate at 1,000-10,000 rows, docs/performance.md, "Scaling").
 The statement's counts settle every part, so nothing is read back unless a handle was superseded
 or another receiver won a candidate first.
 """
@@ -21,17 +20,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..clock import to_micros
 from ..limits import EXCHANGE_UPDATE_MAX_ROWS
 from ..rules import handles
-from ..rules.expr import Expr, any_of, col, lit, when
+from ..rules.expr import Expr, any_of, col, lit, timestamp_of_micros, when
 from ..rules.handles import HandleRef
 from ..store.counts import Counts
 from ..store.registry import QueueRecord
+from ..store.schema import Columns
 from ..store.statements import Row
 from .claim import claim_values, still_claimable
-from .conditions import tombstone_values
+from .conditions import claimable, tombstone_values
 from .context import QueueContext
-from .visibility import extension
+from .visibility import extension, new_times, within_ceiling
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,49 @@ class RoundChanges:
     def rows(self) -> int:
         return len(self.retire) + len(self.changes) + len(self.found)
 
-    def merge_pays(self) -> bool:
-        """Whether Spark's MERGE form should carry this round (see the module's notes)."""
+    def form(self) -> str:
+        """The statement that carries this round: "update", or above EXCHANGE_UPDATE_MAX_ROWS
+        rows a MERGE ("merge" natively, "spark merge"), see the module's notes."""
         # A MERGE fails when two source rows meet one target row; an UPDATE takes the first kind.
         ids = [ref.message_id for ref in self.retire] + [ref.message_id for ref, _ in self.changes]
-        small = self.rows <= EXCHANGE_UPDATE_MAX_ROWS or len(set(ids)) < len(ids)
-        return not small and self.ctx.tables_for(self.record).engine == "spark"
+        if self.rows <= EXCHANGE_UPDATE_MAX_ROWS or len(set(ids)) < len(ids):
+            return "update"
+        return "spark merge" if self.ctx.tables_for(self.record).engine == "spark" else "merge"
+
+    def by_merge(self) -> Counts:
+        """The round as one native MERGE from an Arrow source: each row with what is done to it,
+        the handle it must (or will) hold and its new visible_at; the rules are the UPDATE's."""
+        until = new_times(self.changes, self.now)
+        rows = [_source(RETIRE, ref) for ref in self.retire]
+        rows += [_source(CHANGE, ref, until=until[ref.handle]) for ref, _ in self.changes]
+        rows += [
+            _source(CLAIM, HandleRef(self.issued[row.message_id], row.shard, row.message_id),
+                    count=row.receive_count, until=self.claimed_until[row.message_id])
+            for row in self.found
+        ]  # fmt: skip
+        op, held = col("src_op"), col("receipt_handle") == col("src_handle")
+        until_expr = timestamp_of_micros(col("src_visible_us"))
+        in_flight = col("visible_at") > lit(self.now)
+        claiming = claimable(self.now, self.record.attributes) & (
+            col("receive_count") == col("src_count")
+        )
+        claim = {**self.claim_values(until_expr), "receipt_handle": col("src_handle")}
+        return self.ctx.tables_for(self.record).merge_changes(
+            self.record.location,
+            ROUND_SOURCE,
+            rows,
+            {"shard": "src_shard", "message_id": "src_id"},
+            sorted(set(self.shards())),
+            [
+                ((op == lit(RETIRE)) & held, tombstone_values()),
+                (
+                    (op == lit(CHANGE)) & held & in_flight
+                    & within_ceiling(until_expr, col("handle_issued_at")),
+                    {"visible_at": until_expr},
+                ),
+                ((op == lit(CLAIM)) & claiming, claim),
+            ],
+        )  # fmt: skip
 
     def by_update(self) -> Counts:
         kinds: list[tuple[Expr, dict[str, Expr]]] = []
@@ -97,6 +135,31 @@ class RoundChanges:
                 self.record.secret, self.token, col("shard"), col("message_id")
             ),
         }
+
+
+RETIRE, CHANGE, CLAIM = "retire", "change", "claim"
+# A native MERGE's source: its names differ from the table's, so the rules name both unqualified.
+ROUND_SOURCE: Columns = (
+    ("src_op", "string", False),
+    ("src_shard", "int", False),
+    ("src_id", "string", False),
+    ("src_handle", "string", False),
+    ("src_count", "int", True),
+    ("src_visible_us", "long", True),
+)
+
+
+def _source(
+    op: str, ref: HandleRef, *, count: int | None = None, until: datetime | None = None
+) -> dict[str, object]:
+    return {
+        "src_op": op,
+        "src_shard": ref.shard,
+        "src_id": ref.message_id,
+        "src_handle": ref.handle,
+        "src_count": count,
+        "src_visible_us": None if until is None else to_micros(until),
+    }
 
 
 def _by_message(until: dict[str, datetime]) -> Expr:

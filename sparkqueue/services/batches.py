@@ -13,6 +13,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -22,7 +23,8 @@ from ..errors import InvalidParameterValue, ReceiptHandleIsInvalid
 from ..limits import EXCHANGE_MAX_BATCH
 from ..model import MESSAGE_FIELDS, BatchResult, Message
 from ..rules import handles
-from ..store.spark_schema import MESSAGE_FRAME_SCHEMA
+from ..store.native_arrow import arrow_row, arrow_schema
+from ..store.spark_schema import MESSAGE_FRAME_COLUMNS
 from .heartbeat import Heartbeat
 from .sink import write_once
 from .worker import Batch
@@ -68,9 +70,11 @@ class QueueBatches:
         )
 
     def _frame(self, messages: list[Message]) -> DataFrame:
-        """The claimed messages as a DataFrame of receive_df's columns, held by the driver."""
-        rows = [tuple(getattr(m, name) for name in MESSAGE_FIELDS) for m in messages]
-        return self._ctx.storage.spark.createDataFrame(rows, MESSAGE_FRAME_SCHEMA)
+        """The claimed messages as a DataFrame of receive_df's columns, held by the driver: from
+        an Arrow table, which Spark takes ~3x faster than Python rows (docs/performance.md)."""
+        rows = [arrow_row({name: getattr(m, name) for name in MESSAGE_FIELDS}) for m in messages]
+        table = pa.Table.from_pylist(rows, arrow_schema(MESSAGE_FRAME_COLUMNS))
+        return self._ctx.storage.spark.createDataFrame(table)
 
     def finished(self, batch: Batch, result: Any) -> list[str]:
         """Every handle when the handler returned None, else those its `succeeded` rows name."""

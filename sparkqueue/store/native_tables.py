@@ -269,6 +269,39 @@ class NativeTables(NativeUpkeep):
         after_commit(table, before)
         return Counts(known=True, inserted=metric(metrics, "num_target_rows_inserted"))
 
+    def merge_changes(
+        self,
+        address: str,
+        source: Columns,
+        rows: list[dict[str, Any]],
+        keys: dict[str, str],
+        shards: Sequence[int],
+        updates: list[tuple[Expr, dict[str, Expr]]],
+    ) -> Counts:
+        """One MERGE from `rows` (an Arrow source of `source`'s columns, named apart from the
+        table's so that every expression names columns unqualified), matching each target
+        column of `keys` to its source column, on literal `shards`; a matched row takes the first
+        of `updates` whose condition it meets. One source row per target row: delta-rs fails a
+        MERGE where two meet one."""
+        frame = pa.Table.from_pylist([arrow_row(row) for row in rows], arrow_schema(source))
+        on = [f"t.shard IN ({', '.join(str(int(shard)) for shard in shards)})"]
+        on += [f"t.{quote_name(t)} = {_SOURCE}.{quote_name(s)}" for t, s in keys.items()]
+        table = self.open(address)
+        before = table.version()
+        merge = table.merge(
+            frame,
+            " AND ".join(on),
+            source_alias=_SOURCE,
+            target_alias="t",
+            post_commithook_properties=NO_HOOKS,
+        )
+        for condition, values in updates:
+            sets = {quote_name(name): to_sql(value) for name, value in values.items()}
+            merge = merge.when_matched_update(sets, predicate=to_sql(condition))
+        metrics = merge.execute()
+        after_commit(table, before)
+        return Counts(known=True, updated=metric(metrics, "num_target_rows_updated"))
+
     # -- tables -----------------------------------------------------------------------------------
 
     def exists(self, address: str) -> bool:

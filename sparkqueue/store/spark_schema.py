@@ -35,7 +35,10 @@ def spark_schema(columns: Columns) -> StructType:
 MESSAGE_SCHEMA = spark_schema(MESSAGE_COLUMNS)
 ATTRIBUTES_TYPE = MESSAGE_SCHEMA["attributes"].dataType
 # What receive_df returns and the worker loop hands to a handler: one column per Message field.
-MESSAGE_FRAME_SCHEMA = StructType([MESSAGE_SCHEMA[name] for name in MESSAGE_FIELDS])
+MESSAGE_FRAME_COLUMNS: Columns = tuple(
+    next(column for column in MESSAGE_COLUMNS if column[0] == name) for name in MESSAGE_FIELDS
+)
+MESSAGE_FRAME_SCHEMA = spark_schema(MESSAGE_FRAME_COLUMNS)
 CLAIMS_SCHEMA = spark_schema(CLAIMS_COLUMNS)
 REGISTRY_SCHEMA = spark_schema(REGISTRY_COLUMNS)
 METRICS_SCHEMA = spark_schema(METRICS_COLUMNS)

@@ -45,6 +45,9 @@ from tests.unit.test_native_redrive import (  # noqa: F401
     test_a_pass_drops_fifo_duplicates_and_spent_tombstones,
     test_a_poison_head_reaches_the_fifo_dead_letter_queue_and_frees_its_group,
 )
+from tests.unit.test_native_rounds import (  # noqa: F401
+    test_processes_exchanging_large_batches_take_every_message_once,
+)
 from tests.unit.test_without_spark import (  # noqa: F401
     test_the_api_the_command_line_and_the_endpoint_need_no_pyspark,
 )

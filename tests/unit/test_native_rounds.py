@@ -1,0 +1,135 @@
+"""The native engine's large rounds: one delta-rs MERGE from an Arrow source (above
+EXCHANGE_UPDATE_MAX_ROWS rows) that retires, extends and claims with the same rules as the
+UPDATE of a small round, checked against the table itself and against other processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+
+from sparkqueue import Broker
+from sparkqueue.engine import rounds
+from sparkqueue.limits import EXCHANGE_UPDATE_MAX_ROWS
+from sparkqueue.rules import handles
+from sparkqueue.store.native_arrow import arrow_schema
+from sparkqueue.store.schema import MESSAGE_COLUMNS
+
+REPO = Path(__file__).resolve().parents[2]
+BATCH = EXCHANGE_UPDATE_MAX_ROWS + 50  # every exchange below is a MERGE
+
+
+def _last_operation(broker, name: str) -> str:
+    folder = broker.context.record(name).location.removeprefix("file:")
+    return DeltaTable(folder).history(1)[0]["operation"]
+
+
+def _refs(record, messages):
+    return [handles.parse(record.secret, m.receipt_handle) for m in messages]
+
+
+def test_a_large_exchange_is_one_merge_that_retires_and_claims(broker):
+    queue = broker.create_queue("big")
+    sent = queue.send_batch([f"m{i}" for i in range(3 * BATCH)])
+    ctx, record = broker.context, broker.context.record("big")
+    first = rounds.settle_and_claim(ctx, record, [], BATCH, 600)
+    second = rounds.settle_and_claim(ctx, record, _refs(record, first.claimed), BATCH, 600)
+    assert _last_operation(broker, "big") == "MERGE"
+    assert len(first.claimed) == len(second.claimed) == BATCH and not second.superseded
+    assert not {m.message_id for m in first.claimed} & {m.message_id for m in second.claimed}
+    assert {m.receive_count for m in second.claimed} == {1}
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (len(sent) - 2 * BATCH, BATCH)
+    # the claimed rows hold the handles the round issued: they delete, once
+    assert not queue.delete_batch([m.receipt_handle for m in second.claimed]).failed
+    expected = {f.name: f.type for f in arrow_schema(MESSAGE_COLUMNS) if f.name != "shard"}
+    folder = record.location.removeprefix("file:")
+    for path in Path(folder).rglob("*.parquet"):  # a MERGE's files keep every column's type
+        written = pq.read_schema(path)
+        for name, wanted in expected.items():
+            got = written.field(name).type
+            same = pa.types.is_string(got) or pa.types.is_string_view(got)
+            assert same if pa.types.is_string(wanted) else got == wanted, (path.name, name, got)
+
+
+def test_a_large_round_tells_superseded_handles_and_applies_visibility_changes(broker, clock):
+    queue = broker.create_queue("stale", visibility_timeout=30)
+    queue.send_batch([f"m{i}" for i in range(BATCH)])
+    record = broker.context.record("stale")
+    old = rounds.settle_and_claim(broker.context, record, [], BATCH, 30).claimed
+    clock.advance(30)
+    again = rounds.settle_and_claim(broker.context, record, [], BATCH, 30).claimed
+    assert len(again) == BATCH and {m.receive_count for m in again} == {2}
+    stale = queue.delete_batch([m.receipt_handle for m in old])  # one MERGE that matches none
+    assert len(stale.failed) == BATCH and queue.stats().in_flight == BATCH
+    extended = queue.change_visibility_batch([(m.receipt_handle, 120) for m in again])
+    assert _last_operation(broker, "stale") == "MERGE" and not extended.failed
+    clock.advance(119)
+    assert queue.receive(10) == []
+    clock.advance(1)
+    assert len(queue.receive(10)) == 10
+
+
+CHILD = """
+import json, os, sys, time
+from sparkqueue import Broker
+from sparkqueue import Broker
+from sparkqueue.engine import rounds
+from sparkqueue.rules import handles
+
+queue = Broker(None, sys.argv[1]).get_queue("shared")
+ctx, record = queue._ctx, queue._ctx.record("shared")
+taken, finished = [], []
+while not os.path.exists(sys.argv[3]):  # all start together
+    time.sleep(0.005)
+while True:
+    turn = rounds.settle_and_claim(ctx, record, finished, int(sys.argv[2]), 3600)
+    assert turn.error is None and not turn.superseded, turn
+    if not turn.claimed:
+        break
+    taken += [m.message_id for m in turn.claimed]
+    finished = [handles.parse(record.secret, m.receipt_handle) for m in turn.claimed]
+print(json.dumps(taken))
+"""
+
+
+def test_processes_exchanging_large_batches_take_every_message_once(broker, tmp_path):
+    """Three processes loop the worker's exchange (a MERGE each) on one queue until it is
+    empty, all at once (on a local root their commits take turns at the table's lock; on
+    object storage delta-rs's conflict check decides): every message is taken once."""
+    broker = Broker(None, broker.root)  # on the wall clock, as the processes are
+    queue = broker.create_queue("shared")
+    sent = []
+    for start in range(0, 4_000, 1_000):
+        sent += queue.send_batch([f"m{i}" for i in range(start, start + 1_000)])
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    go = tmp_path / "go"
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, broker.root, str(BATCH), str(go)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+        )
+        for _ in range(3)
+    ]
+    time.sleep(2)  # each child has opened the queue and waits
+    go.touch()
+    by_child: list[list[str]] = []
+    for child in children:
+        out, _ = child.communicate(timeout=300)
+        assert child.returncode == 0
+        by_child.append(json.loads(out))
+    taken = [message_id for ids in by_child for message_id in ids]
+    assert sorted(taken) == sorted(sent), Counter(taken).most_common(3)
+    assert sum(map(bool, by_child)) >= 2  # they did meet (one may lose every race on S3)
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (0, 0)
