@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "--only",
         action="append",
         choices=SCENARIOS,
-        help="run only this scenario (repeatable; default: all but chaos)",
+        help="run only this scenario (repeatable; default: all but scaling and chaos)",
     )
     parser.add_argument(
         "--engine",

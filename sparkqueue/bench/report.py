@@ -171,6 +171,11 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append(("receive(1) p50, Spark-session broker on S3", receive, "<= 300 ms"))
         kept = f"{shared['beside_spark']['per_s']:.1f} msg/s ({shared['kept']:.0%})"
         rows.append(("4 consumers beside Spark's send_df on S3", kept, ">= 50% of alone"))
+    for cell in results.get("scaling", []):
+        where = f"{cell['threads']} threads x {cell['processes']} processes"
+        figure = f"{cell['per_s']:,.0f} msg/s, {cell['duplicates']} twice"
+        figure += " (ran dry)" if cell["ran_dry"] else ""
+        rows.append((f"scaling: batch {cell['batch']}, {where}", figure, "0 twice"))
     if "redrive" in results:
         passes = results["redrive"]
         figure = f"spark {passes['redrive_s']:.1f} s | native {passes['native_redrive_s']:.1f} s"

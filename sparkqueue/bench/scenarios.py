@@ -46,6 +46,8 @@ class Sizes:
     endpoint_seconds: float = 30.0  # each of 1 and 8 boto3 clients on the SQS endpoint
     celery_tasks: int = 50  # through the endpoint, one Celery worker, end to end
     page_reads: int = 30  # GETs of each console page
+    scaling_seconds: float = 10.0  # each cell of the scaling grid (only with --only scaling)
+    scaling_batches: str = "10,100,1000,10000"
     warm_up_rounds: int = (
         2  # bulk sends before the timed one: JIT-compiled, like a long-running job
     )
@@ -251,8 +253,9 @@ def _loops(queue: Any, batch: int, workers: int, seconds: float) -> list[Any]:
 
 WORKERS = 4  # the worker scenario's "many workers in one driver"
 SCENARIOS = ("bulk", "latency", "load", "fifo", "buffered", "redrive", "worker", "endpoint",
-             "celery", "history", "console", "chaos")  # fmt: skip
-DEFAULT_SCENARIOS = SCENARIOS[:-1]  # chaos runs when named: it kills processes for minutes
+             "celery", "history", "console", "scaling", "chaos")  # fmt: skip
+# scaling and chaos run when named: they start OS processes for minutes
+DEFAULT_SCENARIOS = SCENARIOS[:-2]
 ENGINES = ("native", "spark")
 # What each engine runs: the per-message scenarios. DataFrame work (bulk, redrive) is Spark's.
 PER_ENGINE = ("latency", "load", "fifo", "buffered", "worker", "endpoint", "celery", "history")
@@ -291,6 +294,11 @@ def run(
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
     if "console" in scenarios:
         results["console"] = console_pages(f"{root}/console", sizes.page_reads)
+    if "scaling" in scenarios:
+        from .scaling import scaling  # not at import: its processes run it as main
+
+        batches = [int(batch) for batch in sizes.scaling_batches.split(",")]
+        results["scaling"] = scaling(f"{root}/scaling", batches, sizes.scaling_seconds)
     if "chaos" in scenarios:
         from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main
 

@@ -1,5 +1,6 @@
 """Whether a queue is deep: a broker's memory, per queue table, of whether one shard held enough
-for its last claim (then a receive reads that shard alone, claim.py)."""
+for its last claim (then a receive reads that shard's first rows in file order, without sorting
+them: claim.py)."""
 
 from __future__ import annotations
 

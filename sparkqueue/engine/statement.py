@@ -8,9 +8,8 @@ rebuilding the table's state and planning its own jobs; here one statement carri
   emptied row in the tombstone shard, as FIFO deletes leave; the redrive job drops them). An
   UPDATE cannot delete, but it costs less than a MERGE (no source DataFrame to materialize);
 - larger rounds: one MERGE whose source lists every row with what it becomes (retired rows
-  become the same tombstones), whose join beats the UPDATE's long literal lists: Spark's built
-  by round_merge.py, the native engine's from an Arrow source by `by_merge` (delta-rs: 3-8x the
-  UPDATE's rate at 1,000-10,000 rows, docs/performance.md, "Scaling").
+  become the same tombstones), whose join beats the UPDATE's long literal lists on both engines
+  (the native engine's source is an Arrow table: docs/performance.md, "Scaling").
 The statement's counts settle every part, so nothing is read back unless a handle was superseded
 or another receiver won a candidate first.
 """
@@ -23,7 +22,7 @@ from datetime import datetime
 from ..clock import to_micros
 from ..limits import EXCHANGE_UPDATE_MAX_ROWS
 from ..rules import handles
-from ..rules.expr import Expr, any_of, col, lit, timestamp_of_micros, when
+from ..rules.expr import Expr, any_of, col, lit, source, timestamp_of_micros, when
 from ..rules.handles import HandleRef
 from ..store.counts import Counts
 from ..store.registry import QueueRecord
@@ -53,18 +52,15 @@ class RoundChanges:
     def rows(self) -> int:
         return len(self.retire) + len(self.changes) + len(self.found)
 
-    def form(self) -> str:
-        """The statement that carries this round: "update", or above EXCHANGE_UPDATE_MAX_ROWS
-        rows a MERGE ("merge" natively, "spark merge"), see the module's notes."""
+    def merge_pays(self) -> bool:
+        """Whether the MERGE form should carry this round (see the module's notes)."""
         # A MERGE fails when two source rows meet one target row; an UPDATE takes the first kind.
         ids = [ref.message_id for ref in self.retire] + [ref.message_id for ref, _ in self.changes]
-        if self.rows <= EXCHANGE_UPDATE_MAX_ROWS or len(set(ids)) < len(ids):
-            return "update"
-        return "spark merge" if self.ctx.tables_for(self.record).engine == "spark" else "merge"
+        return self.rows > EXCHANGE_UPDATE_MAX_ROWS and len(set(ids)) == len(ids)
 
     def by_merge(self) -> Counts:
-        """The round as one native MERGE from an Arrow source: each row with what is done to it,
-        the handle it must (or will) hold and its new visible_at; the rules are the UPDATE's."""
+        """The round as one MERGE whose source lists each row with what is done to it, the
+        handle it must (or will) hold and its new visible_at; the rules are the UPDATE's."""
         until = new_times(self.changes, self.now)
         rows = [_source(RETIRE, ref) for ref in self.retire]
         rows += [_source(CHANGE, ref, until=until[ref.handle]) for ref, _ in self.changes]
@@ -73,13 +69,11 @@ class RoundChanges:
                     count=row.receive_count, until=self.claimed_until[row.message_id])
             for row in self.found
         ]  # fmt: skip
-        op, held = col("src_op"), col("receipt_handle") == col("src_handle")
-        until_expr = timestamp_of_micros(col("src_visible_us"))
+        op, held = source("src_op"), col("receipt_handle") == source("src_handle")
+        new_time = timestamp_of_micros(source("src_visible_us"))
         in_flight = col("visible_at") > lit(self.now)
-        claiming = claimable(self.now, self.record.attributes) & (
-            col("receive_count") == col("src_count")
-        )
-        claim = {**self.claim_values(until_expr), "receipt_handle": col("src_handle")}
+        as_read = col("receive_count") == source("src_count")
+        claim = {**self.claim_values(new_time), "receipt_handle": source("src_handle")}
         return self.ctx.tables_for(self.record).merge_changes(
             self.record.location,
             ROUND_SOURCE,
@@ -90,10 +84,10 @@ class RoundChanges:
                 ((op == lit(RETIRE)) & held, tombstone_values()),
                 (
                     (op == lit(CHANGE)) & held & in_flight
-                    & within_ceiling(until_expr, col("handle_issued_at")),
-                    {"visible_at": until_expr},
+                    & within_ceiling(new_time, col("handle_issued_at")),
+                    {"visible_at": new_time},
                 ),
-                ((op == lit(CLAIM)) & claiming, claim),
+                ((op == lit(CLAIM)) & claimable(self.now, self.record.attributes) & as_read, claim),
             ],
         )  # fmt: skip
 
@@ -138,7 +132,7 @@ class RoundChanges:
 
 
 RETIRE, CHANGE, CLAIM = "retire", "change", "claim"
-# A native MERGE's source: its names differ from the table's, so the rules name both unqualified.
+# A round MERGE's source, its names apart from the table's (the rules name them by `source`).
 ROUND_SOURCE: Columns = (
     ("src_op", "string", False),
     ("src_shard", "int", False),

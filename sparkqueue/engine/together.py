@@ -115,14 +115,8 @@ def _commit(writes: RoundChanges) -> bool:
     """Runs the round's one statement; whether its counts say every row was done."""
     if not writes.rows:
         return True
-    form = writes.form()
-    if form == "spark merge":
-        from .round_merge import by_merge  # Spark's form for its large rounds
-
-        return by_merge(writes).all_of(writes.rows)
-    if form == "merge":
-        return writes.by_merge().all_of(writes.rows)
-    return writes.by_update().all_of(writes.rows)
+    counts = writes.by_merge() if writes.merge_pays() else writes.by_update()
+    return counts.all_of(writes.rows)
 
 
 def _shares(found: list[Row], wants: list[int], granted: int) -> list[list[Row]]:

@@ -81,6 +81,13 @@ class Col(Expr):
 
 
 @dataclass(frozen=True, eq=False)
+class SourceCol(Expr):
+    """A column of a MERGE's source (aliased `s`), beside the target's own columns."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
 class Lit(Expr):
     """A literal value; `type` gives a null its type."""
 
@@ -114,6 +121,10 @@ def _expr(value: object) -> Expr:
 
 def col(name: str) -> Col:
     return Col(name)
+
+
+def source(name: str) -> SourceCol:
+    return SourceCol(name)
 
 
 def lit(value: Value, type: str | None = None) -> Lit:

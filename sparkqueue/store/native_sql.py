@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..clock import to_micros
-from ..rules.expr import Call, Case, Col, Expr, Lit
+from ..rules.expr import Call, Case, Col, Expr, Lit, SourceCol
 from .transactions import STALE_READ_MARKER
 
 TIMESTAMP = 'Timestamp(Microsecond, Some("UTC"))'
@@ -24,6 +24,8 @@ def to_sql(expr: Expr) -> str:
     """`expr` as a DataFusion SQL expression."""
     if isinstance(expr, Col):
         return quote_name(expr.name)
+    if isinstance(expr, SourceCol):
+        return f"s.{quote_name(expr.name)}"
     if isinstance(expr, Lit):
         return literal(expr)
     if isinstance(expr, Case):

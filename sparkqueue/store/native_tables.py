@@ -126,22 +126,8 @@ class NativeTables(NativeUpkeep):
             statement += f" LIMIT {int(limit)}"
         return self.query(address, statement, at=at)
 
-    def select_preferring(
-        self,
-        address: str,
-        columns: Sequence[str],
-        preferred: Expr,
-        others: Expr,
-        *,
-        order_by: Sequence[str] = (),
-        limit: int,
-    ) -> list[Row]:
-        at = self.open(address)  # one snapshot: opening it is most of a read on object storage
-        found = self.select(address, columns, preferred, order_by=order_by, limit=limit, at=at)
-        if len(found) < limit:
-            rest = limit - len(found)
-            found += self.select(address, columns, others, order_by=order_by, limit=rest, at=at)
-        return found
+    def snapshot(self, address: str) -> DeltaTable:
+        return self.open(address)
 
     def aggregate(
         self,
@@ -278,11 +264,13 @@ class NativeTables(NativeUpkeep):
         shards: Sequence[int],
         updates: list[tuple[Expr, dict[str, Expr]]],
     ) -> Counts:
-        """One MERGE from `rows` (an Arrow source of `source`'s columns, named apart from the
-        table's so that every expression names columns unqualified), matching each target
-        column of `keys` to its source column, on literal `shards`; a matched row takes the first
-        of `updates` whose condition it meets. One source row per target row: delta-rs fails a
-        MERGE where two meet one."""
+        """One MERGE from `rows` (an Arrow source of `source`'s columns, which `SourceCol`
+        names; named apart from the table's), matching each target column of `keys` to its
+        source column, on literal `shards`; a matched row takes the first of `updates` whose
+        condition it meets. One source row per target row: delta-rs fails a MERGE where two
+        meet one. Not streamed: then delta-rs reads the source's key ranges into the commit's
+        read predicate, so a concurrent append of newer ids to the same shards does not
+        conflict with it (streamed, only the shards are; the source is at most a round)."""
         frame = pa.Table.from_pylist([arrow_row(row) for row in rows], arrow_schema(source))
         on = [f"t.shard IN ({', '.join(str(int(shard)) for shard in shards)})"]
         on += [f"t.{quote_name(t)} = {_SOURCE}.{quote_name(s)}" for t, s in keys.items()]
@@ -293,6 +281,7 @@ class NativeTables(NativeUpkeep):
             " AND ".join(on),
             source_alias=_SOURCE,
             target_alias="t",
+            streamed_exec=False,
             post_commithook_properties=NO_HOOKS,
         )
         for condition, values in updates:

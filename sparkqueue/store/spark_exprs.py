@@ -13,7 +13,7 @@ from functools import reduce
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ..rules.expr import Call, Case, Col, Expr, Lit
+from ..rules.expr import Call, Case, Col, Expr, Lit, SourceCol
 from .transactions import STALE_READ_MARKER
 
 _TYPES = {
@@ -49,6 +49,8 @@ def to_column(expr: Expr, prefix: str = "") -> Column:
     """`expr` as a Spark Column, its columns named `<prefix><name>`."""
     if isinstance(expr, Col):
         return F.col(f"{prefix}{expr.name}")
+    if isinstance(expr, SourceCol):
+        return F.col(f"s.{expr.name}")
     if isinstance(expr, Lit):
         return _literal(expr)
     if isinstance(expr, Case):

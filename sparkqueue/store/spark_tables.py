@@ -16,6 +16,7 @@ from pyspark.sql.types import TimestampType
 from ..clock import from_micros
 from ..rules.expr import Expr
 from .counts import Counts
+from .dml import in_list
 from .schema import QUEUE_WRITE_OPTIONS, Columns
 from .spark_exprs import to_column
 from .spark_schema import spark_schema
@@ -85,6 +86,7 @@ class SparkTables:
         order_by: Sequence[str] = (),
         limit: int | None = None,
         descending: bool = False,
+        at: None = None,
     ) -> list[Row]:
         frame = self.storage.read(address)
         if where is not None:
@@ -95,21 +97,29 @@ class SparkTables:
             frame = frame.limit(limit)
         return collect_rows(frame, columns)
 
-    def select_preferring(
+    def merge_changes(
         self,
         address: str,
-        columns: Sequence[str],
-        preferred: Expr,
-        others: Expr,
-        *,
-        order_by: Sequence[str] = (),
-        limit: int,
-    ) -> list[Row]:
-        found = self.select(address, columns, preferred, order_by=order_by, limit=limit)
-        if len(found) < limit:
-            rest = limit - len(found)
-            found += self.select(address, columns, others, order_by=order_by, limit=rest)
-        return found
+        source: Columns,
+        rows: list[dict[str, Any]],
+        keys: dict[str, str],
+        shards: Sequence[int],
+        updates: list[tuple[Expr, dict[str, Expr]]],
+    ) -> Counts:
+        values = [tuple(row[name] for name, _, _ in source) for row in rows]
+        frame = self.storage.spark.createDataFrame(values, spark_schema(source))
+        t = self.storage.target_prefix(address)
+        on = in_list(f"{t}shard", list(shards))
+        for target, from_source in keys.items():
+            on = on & (F.col(f"{t}{target}") == F.col(f"s.{from_source}"))
+        merge = self.storage.merge(address, frame, on)
+        for condition, sets in updates:
+            rendered = {name: to_column(value, t) for name, value in sets.items()}
+            merge = merge.update(rendered, to_column(condition, t))
+        return merge.execute()
+
+    def snapshot(self, address: str) -> None:
+        return None  # a Spark read resolves the table's latest version when it runs
 
     def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
         return aggregate_frame(self.storage.read(address), counts, least)

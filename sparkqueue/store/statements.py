@@ -60,24 +60,29 @@ class Tables(Protocol):
         order_by: Sequence[str] = (),
         limit: int | None = None,
         descending: bool = False,
+        at: Any = None,
     ) -> list[Row]:
         """The rows meeting `where`, with `columns`, in `order_by` order (each column's
-        largest first when `descending`), at most `limit`."""
+        largest first when `descending`), at most `limit`; `at`: a `snapshot` to read."""
         ...
 
-    def select_preferring(
+    def snapshot(self, address: str) -> Any:
+        """The table as it is now, for several reads to see alike (and, on object storage, to
+        open once); None where an engine's every read sees the latest (Spark's)."""
+        ...
+
+    def merge_changes(
         self,
         address: str,
-        columns: Sequence[str],
-        preferred: Expr,
-        others: Expr,
-        *,
-        order_by: Sequence[str] = (),
-        limit: int,
-    ) -> list[Row]:
-        """At most `limit` rows meeting `preferred`, topped up with rows meeting `others` (two
-        disjoint conditions, each part in `order_by` order): a read that a partition filter in
-        `preferred` keeps to a few files whenever they hold enough."""
+        source: Columns,
+        rows: list[dict[str, Any]],
+        keys: dict[str, str],
+        shards: Sequence[int],
+        updates: list[tuple[Expr, dict[str, Expr]]],
+    ) -> Counts:
+        """One MERGE from `rows` (`source`'s columns, named apart from the table's; expressions
+        name them with `SourceCol`), each target column of `keys` matched to its source column,
+        on literal `shards`: a matched row takes the first of `updates` whose condition holds."""
         ...
 
     def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:

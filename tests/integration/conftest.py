@@ -45,8 +45,8 @@ def queue(broker: Broker):
 
 @pytest.fixture(params=["update", "merge"])
 def statement(request, monkeypatch) -> str:
-    """Both ways a round commits: one UPDATE (small rounds) and one MERGE (larger ones, on the
-    Spark engine; the native engine's rounds are UPDATEs at every size)."""
+    """Both ways a round commits, on either engine: one UPDATE (small rounds) and one MERGE
+    (larger ones)."""
     if request.param == "merge":
         monkeypatch.setattr(statement_module, "EXCHANGE_UPDATE_MAX_ROWS", 0)
     return request.param

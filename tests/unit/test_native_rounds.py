@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -18,8 +17,10 @@ from deltalake import DeltaTable
 
 from sparkqueue import Broker
 from sparkqueue.engine import rounds
+from sparkqueue.engine.statement import ROUND_SOURCE
 from sparkqueue.limits import EXCHANGE_UPDATE_MAX_ROWS
 from sparkqueue.rules import handles
+from sparkqueue.rules.expr import col, lit, source
 from sparkqueue.store.native_arrow import arrow_schema
 from sparkqueue.store.schema import MESSAGE_COLUMNS
 
@@ -81,13 +82,13 @@ def test_a_large_round_tells_superseded_handles_and_applies_visibility_changes(b
 CHILD = """
 import json, os, sys, time
 from sparkqueue import Broker
-from sparkqueue import Broker
 from sparkqueue.engine import rounds
 from sparkqueue.rules import handles
 
 queue = Broker(None, sys.argv[1]).get_queue("shared")
 ctx, record = queue._ctx, queue._ctx.record("shared")
 taken, finished = [], []
+print("ready", flush=True)
 while not os.path.exists(sys.argv[3]):  # all start together
     time.sleep(0.005)
 while True:
@@ -121,7 +122,8 @@ def test_processes_exchanging_large_batches_take_every_message_once(broker, tmp_
         )
         for _ in range(3)
     ]
-    time.sleep(2)  # each child has opened the queue and waits
+    for child in children:  # each has opened the queue and waits
+        assert child.stdout.readline().strip() == b"ready"
     go.touch()
     by_child: list[list[str]] = []
     for child in children:
@@ -133,3 +135,28 @@ def test_processes_exchanging_large_batches_take_every_message_once(broker, tmp_
     assert sum(map(bool, by_child)) >= 2  # they did meet (one may lose every race on S3)
     stats = queue.stats()
     assert (stats.visible, stats.in_flight) == (0, 0)
+
+
+def test_a_large_round_commits_beside_a_newer_append_to_its_shards(broker, monkeypatch):
+    """A round read its snapshot, then a producer appended to the same shard: the MERGE's read
+    predicate names the ids it read (not only their shards), so delta-rs lets it commit."""
+    queue = broker.create_queue("busy", shards=1)
+    [first] = queue.send_batch(["first"])
+    record = broker.context.record("busy")
+    tables = broker.context.tables_for(record)
+    stale = tables.open(record.location)
+    queue.send_batch(["later"])  # a newer id in the same shard, committed after that read
+    monkeypatch.setattr(tables, "open", lambda address: stale)
+    rows = [{"src_op": "retire", "src_shard": 0, "src_id": first, "src_handle": "h",
+             "src_count": None, "src_visible_us": None}]  # fmt: skip
+    counts = tables.merge_changes(
+        record.location,
+        ROUND_SOURCE,
+        rows,
+        {"shard": "src_shard", "message_id": "src_id"},
+        [0],
+        [(col("message_id") == source("src_id"), {"body": lit("changed")})],
+    )
+    monkeypatch.undo()
+    assert counts.updated == 1
+    assert sorted(m["body"] for m in queue.peek(10)) == ["changed", "later"]

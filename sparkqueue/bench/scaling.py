@@ -1,0 +1,147 @@
+"""The scaling scenario: how a queue's throughput grows with the batch, the threads and the
+processes that work it, on the native engine (no Spark: every process is cheap to start).
+
+Each cell runs OS processes (`python -m sparkqueue.bench.scaling`), each with threads looping
+`receive(batch)` + `delete_batch` on one queue for a window, all starting together; a batch
+counts when its delete finished within the window (a window holds few batches of 10,000: make
+it long enough). Afterwards every delivery is checked: none twice."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..broker import Broker
+from .window import during_window
+
+THREADS = (1, 2, 4)
+PROCESSES = (1, 2)
+START_TIMEOUT_SECONDS = 120.0
+
+
+def scaling(
+    root: str,
+    batches: Sequence[int],
+    seconds: float,
+    threads: Sequence[int] = THREADS,
+    processes: Sequence[int] = PROCESSES,
+) -> list[dict[str, Any]]:
+    """One row per (batch, threads, processes): msg/s over the window, and duplicates."""
+    broker = Broker(None, root)
+    rows = []
+    for batch in batches:
+        for thread_count in threads:
+            for process_count in processes:
+                queue = broker.create_queue(f"scaling-{batch}-{thread_count}x{process_count}")
+                backlog = int(_most_per_s(batch) * seconds)
+                _fill(queue, backlog)
+                taken = _cell(root, queue.name, batch, thread_count, process_count, seconds)
+                rows.append(
+                    {
+                        "batch": batch,
+                        "threads": thread_count,
+                        "processes": process_count,
+                        "per_s": len(taken) / seconds,
+                        "duplicates": len(taken) - len(set(taken)),
+                        "ran_dry": len(set(taken)) >= backlog,  # then the figure is a floor
+                    }
+                )
+    return rows
+
+
+def _most_per_s(batch: int) -> int:
+    """More than a cell of this batch takes a second on this kind of machine (so it never runs
+    dry): the backlog is this times the window."""
+    return {10: 2_000, 100: 10_000, 1_000: 40_000}.get(batch, 60_000)
+
+
+def _fill(queue: Any, count: int) -> None:
+    for start in range(0, count, 10_000):
+        queue.send_batch([f"work {i}" for i in range(start, min(start + 10_000, count))])
+
+
+def _cell(
+    root: str, name: str, batch: int, threads: int, processes: int, seconds: float
+) -> list[str]:
+    """The message ids the cell's processes took (from each process's report)."""
+    with tempfile.TemporaryDirectory(prefix="sparkqueue-scaling-") as folder:
+        go = Path(folder, "go")
+        command = [sys.executable, "-m", "sparkqueue.bench.scaling", root, name]
+        command += [str(batch), str(threads), str(seconds), str(go)]
+        children = [
+            subprocess.Popen(command, stdout=subprocess.PIPE, env=os.environ.copy())
+            for _ in range(processes)
+        ]
+        try:
+            for child in children:  # each says so once its broker is open
+                line = child.stdout.readline()  # type: ignore[union-attr]
+                if line.strip() != b"ready":
+                    raise RuntimeError(f"a scaling process did not start: {line!r}")
+            go.touch()
+            taken: list[str] = []
+            for child in children:
+                out, _ = child.communicate(timeout=seconds + START_TIMEOUT_SECONDS)
+                if child.returncode != 0:
+                    raise RuntimeError(f"a scaling process failed with {child.returncode}")
+                taken += json.loads(out)
+            return taken
+        finally:
+            for child in children:  # none left waiting for a window that will not come
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+
+
+def _work(root: str, name: str, batch: int, threads: int, seconds: float, go: Path) -> None:
+    """One process of a cell: `threads` loops for `seconds` once `go` exists; prints the ids
+    whose delete succeeded within the window. A failing loop fails the process."""
+    queue = Broker(None, root).get_queue(name)
+    taken: list[str] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def loop() -> None:
+        try:
+            while not stop.is_set():
+                messages = queue.receive(batch, visibility_timeout=3_600)
+                if messages:
+                    done = queue.delete_batch([m.receipt_handle for m in messages]).successful
+                    if time.monotonic() <= deadline:  # a batch done after the window: not counted
+                        ids = {m.receipt_handle: m.message_id for m in messages}
+                        with lock:
+                            taken.extend(ids[handle] for handle in done)
+        except BaseException as error:
+            errors.append(error)
+            stop.set()
+
+    print("ready", flush=True)
+    while not go.exists():
+        time.sleep(0.005)
+    deadline = time.monotonic() + seconds
+    during_window([loop] * threads, seconds, stop)
+    if errors:
+        raise errors[0]
+    print(json.dumps(taken), flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="one process of a scaling cell")
+    for name in ("root", "queue", "batch", "threads", "seconds", "go"):
+        parser.add_argument(name)
+    args = parser.parse_args(argv)
+    _work(args.root, args.queue, int(args.batch), int(args.threads), float(args.seconds),
+          Path(args.go))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
