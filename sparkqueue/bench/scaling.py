@@ -44,15 +44,18 @@ def scaling(
                 queue = broker.create_queue(f"scaling-{batch}-{thread_count}x{process_count}")
                 backlog = int(_most_per_s(batch) * seconds)
                 _fill(queue, backlog)
-                taken = _cell(root, queue.name, batch, thread_count, process_count, seconds)
+                received, deleted = _cell(
+                    root, queue.name, batch, thread_count, process_count, seconds
+                )
                 rows.append(
                     {
                         "batch": batch,
                         "threads": thread_count,
                         "processes": process_count,
-                        "per_s": len(taken) / seconds,
-                        "duplicates": len(taken) - len(set(taken)),
-                        "ran_dry": len(set(taken)) >= backlog,  # then the figure is a floor
+                        "per_s": len(deleted) / seconds,
+                        "received": len(set(received)),
+                        "duplicates": len(received) - len(set(received)),
+                        "ran_dry": len(set(received)) >= backlog,  # then the figure is a floor
                     }
                 )
     return rows
@@ -71,8 +74,9 @@ def _fill(queue: Any, count: int) -> None:
 
 def _cell(
     root: str, name: str, batch: int, threads: int, processes: int, seconds: float
-) -> list[str]:
-    """The message ids the cell's processes took (from each process's report)."""
+) -> tuple[list[str], list[str]]:
+    """The message ids the cell's processes received, and those they deleted within the
+    window (from each process's report)."""
     with tempfile.TemporaryDirectory(prefix="sparkqueue-scaling-") as folder:
         go = Path(folder, "go")
         command = [sys.executable, "-m", "sparkqueue.bench.scaling", root, name]
@@ -83,17 +87,19 @@ def _cell(
         ]
         try:
             for child in children:  # each says so once its broker is open
-                line = child.stdout.readline()  # type: ignore[union-attr]
-                if line.strip() != b"ready":
-                    raise RuntimeError(f"a scaling process did not start: {line!r}")
+                if not _ready(child):
+                    raise RuntimeError("a scaling process did not start")
             go.touch()
-            taken: list[str] = []
+            received: list[str] = []
+            deleted: list[str] = []
             for child in children:
                 out, _ = child.communicate(timeout=seconds + START_TIMEOUT_SECONDS)
                 if child.returncode != 0:
                     raise RuntimeError(f"a scaling process failed with {child.returncode}")
-                taken += json.loads(out)
-            return taken
+                report = json.loads(out)
+                received += report["received"]
+                deleted += report["deleted"]
+            return received, deleted
         finally:
             for child in children:  # none left waiting for a window that will not come
                 if child.poll() is None:
@@ -101,10 +107,20 @@ def _cell(
                     child.wait()
 
 
+def _ready(child: subprocess.Popen[bytes]) -> bool:
+    """Whether the child said "ready" within START_TIMEOUT_SECONDS."""
+    line: list[bytes] = []
+    reader = threading.Thread(target=lambda: line.append(child.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(START_TIMEOUT_SECONDS)
+    return bool(line) and line[0].strip() == b"ready"
+
+
 def _work(root: str, name: str, batch: int, threads: int, seconds: float, go: Path) -> None:
-    """One process of a cell: `threads` loops for `seconds` once `go` exists; prints the ids
-    whose delete succeeded within the window. A failing loop fails the process."""
+    """One process of a cell: `threads` loops for `seconds` once `go` exists; prints the ids it
+    received and those whose delete succeeded within the window. A failing loop fails it."""
     queue = Broker(None, root).get_queue(name)
+    received: list[str] = []
     taken: list[str] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
@@ -115,6 +131,8 @@ def _work(root: str, name: str, batch: int, threads: int, seconds: float, go: Pa
             while not stop.is_set():
                 messages = queue.receive(batch, visibility_timeout=3_600)
                 if messages:
+                    with lock:
+                        received.extend(m.message_id for m in messages)
                     done = queue.delete_batch([m.receipt_handle for m in messages]).successful
                     if time.monotonic() <= deadline:  # a batch done after the window: not counted
                         ids = {m.receipt_handle: m.message_id for m in messages}
@@ -131,7 +149,7 @@ def _work(root: str, name: str, batch: int, threads: int, seconds: float, go: Pa
     during_window([loop] * threads, seconds, stop)
     if errors:
         raise errors[0]
-    print(json.dumps(taken), flush=True)
+    print(json.dumps({"received": received, "deleted": taken}), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

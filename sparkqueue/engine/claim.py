@@ -167,8 +167,8 @@ def unless_stale(still_valid: Expr, value: Expr) -> Expr:
 
 
 def claim_values(now: datetime, visible_at: datetime) -> dict[str, Expr]:
-    """What a claim writes besides the new handle (columns unqualified: UPDATE and FIFO MERGE
-    both resolve them against the target)."""
+    """What a claim writes besides the new handle (columns of the target: an UPDATE's, a FIFO
+    MERGE's, or a round MERGE's, whose source columns `source` names apart)."""
     return {
         "visible_at": lit(visible_at),
         # A typed 1: DataFusion would widen `int + 1` to 64 bits and delta-rs write that type.

@@ -1,5 +1,5 @@
-"""Spark MERGEs keyed by message id: what DataFrame-scale claims and deletes (and the Spark
-engine's large rounds) join their sources with. The rows' rules come from conditions.py, rendered
+"""Spark MERGEs keyed by message id: what DataFrame-scale claims and deletes join their sources
+with. The rows' rules come from conditions.py, rendered
 for the MERGE's target."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from ..limits import EXCHANGE_MAX_BATCH
 from ..model import MESSAGE_FIELDS, BatchResult, Message
 from ..rules import handles
 from ..store.native_arrow import arrow_row, arrow_schema
-from ..store.spark_schema import MESSAGE_FRAME_COLUMNS
+from ..store.spark_schema import MESSAGE_FRAME_COLUMNS, MESSAGE_FRAME_SCHEMA
 from .heartbeat import Heartbeat
 from .sink import write_once
 from .worker import Batch
@@ -72,9 +72,13 @@ class QueueBatches:
     def _frame(self, messages: list[Message]) -> DataFrame:
         """The claimed messages as a DataFrame of receive_df's columns, held by the driver: from
         an Arrow table, which Spark takes ~3x faster than Python rows (docs/performance.md)."""
+        spark = self._ctx.storage.spark
+        if not messages:  # Spark Connect infers no schema from an empty Arrow table
+            return spark.createDataFrame([], MESSAGE_FRAME_SCHEMA)
         rows = [arrow_row({name: getattr(m, name) for name in MESSAGE_FIELDS}) for m in messages]
-        table = pa.Table.from_pylist(rows, arrow_schema(MESSAGE_FRAME_COLUMNS))
-        return self._ctx.storage.spark.createDataFrame(table)
+        return spark.createDataFrame(
+            pa.Table.from_pylist(rows, arrow_schema(MESSAGE_FRAME_COLUMNS))
+        )
 
     def finished(self, batch: Batch, result: Any) -> list[str]:
         """Every handle when the handler returned None, else those its `succeeded` rows name."""
