@@ -27,7 +27,7 @@ from ..rules.handles import HandleRef
 from ..store.counts import Counts
 from ..store.registry import QueueRecord
 from ..store.schema import Columns
-from ..store.statements import Row
+from ..store.statements import ListedMerge, Row
 from .claim import claim_values, still_claimable
 from .conditions import claimable, tombstone_values
 from .context import QueueContext
@@ -74,22 +74,18 @@ class RoundChanges:
         in_flight = col("visible_at") > lit(self.now)
         as_read = col("receive_count") == source("src_count")
         claim = {**self.claim_values(new_time), "receipt_handle": source("src_handle")}
-        return self.ctx.tables_for(self.record).merge_changes(
-            self.record.location,
-            ROUND_SOURCE,
-            rows,
-            {"shard": "src_shard", "message_id": "src_id"},
-            sorted(set(self.shards())),
-            [
-                ((op == lit(RETIRE)) & held, tombstone_values()),
-                (
-                    (op == lit(CHANGE)) & held & in_flight
-                    & within_ceiling(new_time, col("handle_issued_at")),
-                    {"visible_at": new_time},
-                ),
-                ((op == lit(CLAIM)) & claimable(self.now, self.record.attributes) & as_read, claim),
-            ],
-        )  # fmt: skip
+        updates = [
+            ((op == lit(RETIRE)) & held, tombstone_values()),
+            (
+                (op == lit(CHANGE)) & held & in_flight
+                & within_ceiling(new_time, col("handle_issued_at")),
+                {"visible_at": new_time},
+            ),
+            ((op == lit(CLAIM)) & claimable(self.now, self.record.attributes) & as_read, claim),
+        ]  # fmt: skip
+        keys = {"shard": "src_shard", "message_id": "src_id"}
+        merge = ListedMerge(ROUND_SOURCE, rows, keys, sorted(set(self.shards())), updates)
+        return self.ctx.tables_for(self.record).merge_changes(self.record.location, merge)
 
     def by_update(self) -> Counts:
         kinds: list[tuple[Expr, dict[str, Expr]]] = []

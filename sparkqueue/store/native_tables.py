@@ -39,7 +39,7 @@ from .native_process import check_process
 from .native_sql import quote_name, to_sql
 from .native_upkeep import NativeUpkeep
 from .schema import Columns
-from .statements import MESSAGE_KEY, Row
+from .statements import MESSAGE_KEY, ListedMerge, Row
 from .tables import PathLayout
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
@@ -255,28 +255,16 @@ class NativeTables(NativeUpkeep):
         after_commit(table, before)
         return Counts(known=True, inserted=metric(metrics, "num_target_rows_inserted"))
 
-    def merge_changes(
-        self,
-        address: str,
-        source: Columns,
-        rows: list[dict[str, Any]],
-        keys: dict[str, str],
-        shards: Sequence[int],
-        updates: list[tuple[Expr, dict[str, Expr]]],
-    ) -> Counts:
-        """One MERGE from `rows` (an Arrow source of `source`'s columns, which `SourceCol`
-        names; named apart from the table's), matching each target column of `keys` to its
-        source column, on literal `shards`; a matched row takes the first of `updates` whose
-        condition it meets. One source row per target row: delta-rs fails a MERGE where two
-        meet one. Not streamed: then delta-rs reads the source's key ranges into the commit's
-        read predicate, so a concurrent append of newer ids to the same shards does not
-        conflict with it (streamed, only the shards are; the source is at most a round)."""
-        frame = pa.Table.from_pylist([arrow_row(row) for row in rows], arrow_schema(source))
-        on = [f"t.shard IN ({', '.join(str(int(shard)) for shard in shards)})"]
-        on += [f"t.{quote_name(t)} = {_SOURCE}.{quote_name(s)}" for t, s in keys.items()]
+    def merge_changes(self, address: str, merge: ListedMerge) -> Counts:
+        """Not streamed: then delta-rs reads the source's key ranges into the commit's read
+        predicate, so a concurrent append of newer ids to the same shards does not conflict with
+        it (streamed, only the shards are; the source is at most a round)."""
+        frame = pa.Table.from_pylist([arrow_row(r) for r in merge.rows], arrow_schema(merge.source))
+        on = [f"t.shard IN ({', '.join(str(int(shard)) for shard in merge.shards)})"]
+        on += [f"t.{quote_name(t)} = {_SOURCE}.{quote_name(s)}" for t, s in merge.keys.items()]
         table = self.open(address)
         before = table.version()
-        merge = table.merge(
+        merger = table.merge(
             frame,
             " AND ".join(on),
             source_alias=_SOURCE,
@@ -284,10 +272,10 @@ class NativeTables(NativeUpkeep):
             streamed_exec=False,
             post_commithook_properties=NO_HOOKS,
         )
-        for condition, values in updates:
+        for condition, values in merge.updates:
             sets = {quote_name(name): to_sql(value) for name, value in values.items()}
-            merge = merge.when_matched_update(sets, predicate=to_sql(condition))
-        metrics = merge.execute()
+            merger = merger.when_matched_update(sets, predicate=to_sql(condition))
+        metrics = merger.execute()
         after_commit(table, before)
         return Counts(known=True, updated=metric(metrics, "num_target_rows_updated"))
 

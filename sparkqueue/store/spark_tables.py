@@ -20,7 +20,7 @@ from .dml import in_list
 from .schema import QUEUE_WRITE_OPTIONS, Columns
 from .spark_exprs import to_column
 from .spark_schema import spark_schema
-from .statements import APP_TXN_VERSION, MESSAGE_KEY, Row
+from .statements import APP_TXN_VERSION, MESSAGE_KEY, ListedMerge, Row
 from .storage import Storage
 from .tables import Layout
 from .transactions import ConflictCounter
@@ -97,26 +97,18 @@ class SparkTables:
             frame = frame.limit(limit)
         return collect_rows(frame, columns)
 
-    def merge_changes(
-        self,
-        address: str,
-        source: Columns,
-        rows: list[dict[str, Any]],
-        keys: dict[str, str],
-        shards: Sequence[int],
-        updates: list[tuple[Expr, dict[str, Expr]]],
-    ) -> Counts:
-        values = [tuple(row[name] for name, _, _ in source) for row in rows]
-        frame = self.storage.spark.createDataFrame(values, spark_schema(source))
+    def merge_changes(self, address: str, merge: ListedMerge) -> Counts:
+        values = [tuple(row[name] for name, _, _ in merge.source) for row in merge.rows]
+        frame = self.storage.spark.createDataFrame(values, spark_schema(merge.source))
         t = self.storage.target_prefix(address)
-        on = in_list(f"{t}shard", list(shards))
-        for target, from_source in keys.items():
+        on = in_list(f"{t}shard", merge.shards)
+        for target, from_source in merge.keys.items():
             on = on & (F.col(f"{t}{target}") == F.col(f"s.{from_source}"))
-        merge = self.storage.merge(address, frame, on)
-        for condition, sets in updates:
+        merger = self.storage.merge(address, frame, on)
+        for condition, sets in merge.updates:
             rendered = {name: to_column(value, t) for name, value in sets.items()}
-            merge = merge.update(rendered, to_column(condition, t))
-        return merge.execute()
+            merger = merger.update(rendered, to_column(condition, t))
+        return merger.execute()
 
     def snapshot(self, address: str) -> None:
         return None  # a Spark read resolves the table's latest version when it runs

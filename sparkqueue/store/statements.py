@@ -10,6 +10,7 @@ the conflict retries both engines share).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from ..rules.expr import Expr
@@ -31,6 +32,20 @@ class Row(dict[str, Any]):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+@dataclass(frozen=True)
+class ListedMerge:
+    """A MERGE from listed rows of `source`'s columns (named apart from the table's; expressions
+    name them with `SourceCol`): each target column of `keys` matched to its source column, on
+    literal `shards`; a matched row takes the first of `updates` whose condition holds. One
+    source row per target row: both engines fail a MERGE where two meet one."""
+
+    source: Columns
+    rows: list[dict[str, Any]]
+    keys: dict[str, str]
+    shards: list[int]
+    updates: list[tuple[Expr, dict[str, Expr]]]
 
 
 class Tables(Protocol):
@@ -71,18 +86,8 @@ class Tables(Protocol):
         open once); None where an engine's every read sees the latest (Spark's)."""
         ...
 
-    def merge_changes(
-        self,
-        address: str,
-        source: Columns,
-        rows: list[dict[str, Any]],
-        keys: dict[str, str],
-        shards: Sequence[int],
-        updates: list[tuple[Expr, dict[str, Expr]]],
-    ) -> Counts:
-        """One MERGE from `rows` (`source`'s columns, named apart from the table's; expressions
-        name them with `SourceCol`), each target column of `keys` matched to its source column,
-        on literal `shards`: a matched row takes the first of `updates` whose condition holds."""
+    def merge_changes(self, address: str, merge: ListedMerge) -> Counts:
+        """One MERGE from `merge.rows` (see ListedMerge); what it updated."""
         ...
 
     def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:

@@ -23,6 +23,7 @@ from sparkqueue.rules import handles
 from sparkqueue.rules.expr import col, lit, source
 from sparkqueue.store.native_arrow import arrow_schema
 from sparkqueue.store.schema import MESSAGE_COLUMNS
+from sparkqueue.store.statements import ListedMerge
 
 REPO = Path(__file__).resolve().parents[2]
 BATCH = EXCHANGE_UPDATE_MAX_ROWS + 50  # every exchange below is a MERGE
@@ -149,14 +150,14 @@ def test_a_large_round_commits_beside_a_newer_append_to_its_shards(broker, monke
     monkeypatch.setattr(tables, "open", lambda address: stale)
     rows = [{"src_op": "retire", "src_shard": 0, "src_id": first, "src_handle": "h",
              "src_count": None, "src_visible_us": None}]  # fmt: skip
-    counts = tables.merge_changes(
-        record.location,
+    merge = ListedMerge(
         ROUND_SOURCE,
         rows,
         {"shard": "src_shard", "message_id": "src_id"},
         [0],
         [(col("message_id") == source("src_id"), {"body": lit("changed")})],
     )
+    counts = tables.merge_changes(record.location, merge)
     monkeypatch.undo()
     assert counts.updated == 1
     assert sorted(m["body"] for m in queue.peek(10)) == ["changed", "later"]
