@@ -106,7 +106,8 @@ print(json.dumps(taken))
 def test_processes_exchanging_large_batches_take_every_message_once(broker, tmp_path):
     """Three processes loop the worker's exchange (a MERGE each) on one queue until it is
     empty, all at once (on a local root their commits take turns at the table's lock; on
-    object storage delta-rs's conflict check decides): every message is taken once."""
+    object storage delta-rs's conflict check decides): every message is taken once. Not how
+    evenly: on S3 one process can win every round while the others back off and retry."""
     broker = Broker(None, broker.root)  # on the wall clock, as the processes are
     queue = broker.create_queue("shared")
     sent = []
@@ -133,7 +134,6 @@ def test_processes_exchanging_large_batches_take_every_message_once(broker, tmp_
         by_child.append(json.loads(out))
     taken = [message_id for ids in by_child for message_id in ids]
     assert sorted(taken) == sorted(sent), Counter(taken).most_common(3)
-    assert sum(map(bool, by_child)) >= 2  # they did meet (one may lose every race on S3)
     stats = queue.stats()
     assert (stats.visible, stats.in_flight) == (0, 0)
 
