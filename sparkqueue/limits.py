@@ -65,6 +65,10 @@ COMPACTED_FILE_BYTES = 1 << 20
 # A queue whose random shard holds this many more visible messages than a receive wants is deep:
 # receives read one shard (roughly its oldest) instead of the whole queue's oldest (claim.py).
 DEEP_SHARD_ROWS = 1_000
+# A send of this many rows or more is spread over every shard, in runs of consecutive ids (one
+# file per shard): receivers of different processes, each starting at a random shard, then find
+# work apart, and a claim rewrites a file of its shard's share rather than of the whole send.
+SPREAD_SEND_ROWS = 1_000
 ATTRIBUTE_CHANGE_ATTEMPTS = 10  # reads of a queue's attributes a change retries on a concurrent one
 DEPTH_CHECK_SECONDS = 30.0  # how often a shallow read asks whether the queue became deep
 # A claim hides its messages this much longer at most for its own statement (engine/handout.py).

@@ -12,7 +12,12 @@ from typing import Any
 from ..attributes import QueueAttributes
 from ..clock import to_micros
 from ..errors import EmptyBatchRequest, InvalidParameterValue
-from ..limits import MAX_DELAY_SECONDS, SEND_ROUND_MAX_BYTES, SEND_ROUND_MAX_ROWS
+from ..limits import (
+    MAX_DELAY_SECONDS,
+    SEND_ROUND_MAX_BYTES,
+    SEND_ROUND_MAX_ROWS,
+    SPREAD_SEND_ROWS,
+)
 from ..model import SentMessage
 from ..rules.checks import check_int, check_list
 from ..rules.ids import content_deduplication_id, new_message_id
@@ -107,8 +112,8 @@ def send_valid(
 def send_entries(
     ctx: QueueContext, record: QueueRecord, entries: list[SendEntry]
 ) -> list[SentMessage]:
-    """Writes validated entries in one commit, to one random shard (standard) or each to its
-    group's shard (FIFO); returns their ids (on FIFO queues, a duplicate gets the id of the
+    """Writes validated entries in one commit, to one random shard or spread over all of them
+    (a standard queue: `shards_of`) or each to its group's shard (FIFO); returns their ids (on FIFO queues, a duplicate gets the id of the
     message it repeats) and, on FIFO queues, the sequence numbers the commit gave them.
 
     A standard queue's sends from concurrent callers of one broker share commits (a round of
@@ -116,7 +121,6 @@ def send_entries(
     caller's in one shard, so a producer's send waits for no other producer's commit."""
     now = ctx.now()
     micros = to_micros(now)
-    shard = random.randrange(record.attributes.shards)
     rows = [
         {"shard": shard, "message_id": new_message_id(micros), "body": entry.body,
          "attributes": entry.attributes, "group_id": entry.group_id,
@@ -124,12 +128,22 @@ def send_entries(
          "visible_at": now + timedelta(seconds=entry.delay_seconds), "receipt_handle": None,
          "receive_count": 0, "first_received_at": None, "handle_issued_at": None,
          "moved_from": None, "attribute_types": entry.attribute_types or None}
-        for entry in entries
+        for entry, shard in zip(entries, shards_of(len(entries), record.attributes.shards), strict=True)
     ]  # fmt: skip
     if record.attributes.fifo:
         return fifo_queue.send(ctx, record, rows)
     committer = ctx.commits.of(f"{record.location}#sends", _fitting)
     return committer.submit(rows, lambda sends: _append_round(ctx, record, sends))
+
+
+def shards_of(count: int, shards: int) -> list[int]:
+    """The shard of each of a send's `count` rows: one random shard, or (SPREAD_SEND_ROWS rows
+    or more) consecutive runs of about count / shards rows on every shard, from a random one.
+    FIFO rows go to their group's shard instead (fifo_queue.send)."""
+    first = random.randrange(shards)
+    if count < SPREAD_SEND_ROWS:
+        return [first] * count
+    return [(first + i * shards // count) % shards for i in range(count)]
 
 
 def _fitting(sends: Sequence[list[dict[str, Any]]]) -> int:

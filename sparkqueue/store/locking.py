@@ -27,6 +27,14 @@ class ProcessLock:
     put-if-absent, but Spark's local log store checks for the file and then renames over it, so a
     native commit landing between the two would be overwritten: in one process, Spark's commits
     and native ones take turns as two processes do.
+
+    Between processes, native holders share the file (flock's shared mode): their commits are
+    atomic put-if-absent writes, so delta-rs's conflict check decides between them as it does on
+    object storage, and processes add throughput. Spark's holders, and work that must be alone,
+    lock it exclusively. A turnstile file keeps a waiting exclusive holder from starving behind a
+    stream of shared ones (flock(2) itself prefers no one): every acquisition passes through it,
+    an exclusive one stays in it until it holds the lock, and shared holders let go once they see
+    someone waiting there (`_held_too_long`).
     """
 
     def __init__(self, path: str | None) -> None:
@@ -65,7 +73,7 @@ class ProcessLock:
                 self._cond.notify_all()
                 raise
         try:
-            fd = self._lock_file()
+            fd = self._lock_file(shared=False)
             try:
                 yield
             finally:
@@ -100,7 +108,7 @@ class ProcessLock:
                     yielded = False
                 else:
                     if self._holders == 0:
-                        self._fd = self._lock_file()
+                        self._fd = self._lock_file(shared=kind == NATIVE)
                         self._acquired_at = time.monotonic()
                         self._kind, self._turn = kind, None
                         self._cond.notify_all()  # the other engine's waiters mark the drain
@@ -120,16 +128,23 @@ class ProcessLock:
     def _held_too_long(self) -> bool:
         if self._path is None:  # no other process waits on it
             return False
-        return (
-            bool(self._holders) and time.monotonic() - self._acquired_at > MAX_SHARED_HOLD_SECONDS
-        )
+        if not self._holders or time.monotonic() - self._acquired_at <= MAX_SHARED_HOLD_SECONDS:
+            return False
+        # Shared holders keep it while no process waits to hold it exclusively.
+        return self._kind != NATIVE or _someone_waits(self._path)
 
-    def _lock_file(self) -> int:
+    def _lock_file(self, *, shared: bool) -> int:
+        """Holds the file (shared or exclusively), having passed the turnstile (see the class)."""
         if self._path is None:
             return NO_FILE
         os.makedirs(os.path.dirname(self._path), exist_ok=True)
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        turnstile = os.open(self._path + TURNSTILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(turnstile, fcntl.LOCK_EX)
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        finally:
+            os.close(turnstile)  # closing lets the turnstile go
         return fd
 
     def _leave(self) -> None:
@@ -145,6 +160,22 @@ class ProcessLock:
                 self._cond.notify_all()
 
 
+def _someone_waits(path: str) -> bool:
+    """Whether another process is in the turnstile (waiting to hold the lock exclusively, or
+    passing through on its way to a shared hold: letting go then costs one brief drain)."""
+    try:
+        turnstile = os.open(path + TURNSTILE, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(turnstile)
+    return False
+
+
 def _unlock(fd: int) -> None:
     if fd != NO_FILE:
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -152,6 +183,7 @@ def _unlock(fd: int) -> None:
 
 
 NO_FILE = -1  # the "descriptor" of a lock of this process's threads only
+TURNSTILE = ".turn"  # beside the lock file: the queue to hold it (see ProcessLock)
 _locks: dict[str, ProcessLock] = {}
 _threads_only: dict[str, ProcessLock] = {}
 _locks_guard = threading.Lock()

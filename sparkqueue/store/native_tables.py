@@ -35,6 +35,7 @@ from .logtrim import clear_unfinished_log
 from .native_arrow import arrow_row, arrow_schema, delta_field, read_row
 from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
 from .native_history import LogTrimmed, RowState, row_states
+from .native_pool import OpenTables
 from .native_process import check_process
 from .native_sql import quote_name, to_sql
 from .native_upkeep import NativeUpkeep
@@ -70,6 +71,7 @@ class NativeTables(NativeUpkeep):
         self._known: set[str] = set()
         self._known_lock = threading.Lock()
         self._sequenced: dict[str, bool] = {}
+        self._kept = OpenTables(self.open, self._layout.folder)
 
     @property
     def layout(self) -> PathLayout:
@@ -99,11 +101,10 @@ class NativeTables(NativeUpkeep):
     def query(self, address: str, statement: str, *, at: DeltaTable | None = None) -> list[Row]:
         """Runs a DataFusion query over the table as `t` (statement text from native_sql.py's
         renderings only), on its latest snapshot or the one `at` holds."""
-        table = self.open(address) if at is None else at
-        reader = QueryBuilder().register("t", table).execute(statement)
-        # (not pa.table(reader): it imports pandas, half a second of a CLI command's start)
-        table = pa.RecordBatchReader.from_stream(reader).read_all()
-        return [read_row(values) for values in table.to_pylist()]
+        if at is not None:
+            return _rows(QueryBuilder().register("t", at).execute(statement))
+        with self._kept.lent(address) as table:  # read to the end before another takes it
+            return _rows(QueryBuilder().register("t", table).execute(statement))
 
     def select(
         self,
@@ -127,7 +128,7 @@ class NativeTables(NativeUpkeep):
         return self.query(address, statement, at=at)
 
     def snapshot(self, address: str) -> DeltaTable:
-        return self.open(address)
+        return self._kept.take(address)  # the caller's to keep: not given back
 
     def aggregate(
         self,
@@ -181,7 +182,10 @@ class NativeTables(NativeUpkeep):
         *,
         key: tuple[str, ...] = MESSAGE_KEY,
     ) -> Counts:
-        table = self.open(address)
+        with self._kept.lent(address) as table:
+            return self._change(table, rows, values)
+
+    def _change(self, table: DeltaTable, rows: Expr, values: dict[str, Expr] | None) -> Counts:
         before = table.version()
         if values is None:
             metrics = table.delete(to_sql(rows), post_commithook_properties=NO_HOOKS)
@@ -219,18 +223,18 @@ class NativeTables(NativeUpkeep):
         frame = pa.Table.from_pylist([arrow_row(row) for row in rows], arrow_schema(columns))
 
         def append() -> None:
-            table = self.open(address)
-            if app_id is not None and applied(table, app_id):
-                return
-            before = table.version()
-            write_deltalake(
-                table,
-                frame,
-                mode="append",
-                commit_properties=applying(app_id),
-                post_commithook_properties=NO_HOOKS,
-            )
-            after_commit(table, before)
+            with self._kept.lent(address) as table:
+                if app_id is not None and applied(table, app_id):
+                    return
+                before = table.version()
+                write_deltalake(
+                    table,
+                    frame,
+                    mode="append",
+                    commit_properties=applying(app_id),
+                    post_commithook_properties=NO_HOOKS,
+                )
+                after_commit(table, before)
 
         self.transact(address, append, what)
 
@@ -262,21 +266,21 @@ class NativeTables(NativeUpkeep):
         frame = pa.Table.from_pylist([arrow_row(r) for r in merge.rows], arrow_schema(merge.source))
         on = [f"t.shard IN ({', '.join(str(int(shard)) for shard in merge.shards)})"]
         on += [f"t.{quote_name(t)} = {_SOURCE}.{quote_name(s)}" for t, s in merge.keys.items()]
-        table = self.open(address)
-        before = table.version()
-        merger = table.merge(
-            frame,
-            " AND ".join(on),
-            source_alias=_SOURCE,
-            target_alias="t",
-            streamed_exec=False,
-            post_commithook_properties=NO_HOOKS,
-        )
-        for condition, values in merge.updates:
-            sets = {quote_name(name): to_sql(value) for name, value in values.items()}
-            merger = merger.when_matched_update(sets, predicate=to_sql(condition))
-        metrics = merger.execute()
-        after_commit(table, before)
+        with self._kept.lent(address) as table:
+            before = table.version()
+            merger = table.merge(
+                frame,
+                " AND ".join(on),
+                source_alias=_SOURCE,
+                target_alias="t",
+                streamed_exec=False,
+                post_commithook_properties=NO_HOOKS,
+            )
+            for condition, values in merge.updates:
+                sets = {quote_name(name): to_sql(value) for name, value in values.items()}
+                merger = merger.when_matched_update(sets, predicate=to_sql(condition))
+            metrics = merger.execute()
+            after_commit(table, before)
         return Counts(known=True, updated=metric(metrics, "num_target_rows_updated"))
 
     # -- tables -----------------------------------------------------------------------------------
@@ -346,6 +350,7 @@ class NativeTables(NativeUpkeep):
         with self._known_lock:
             self._known.discard(address)
             self._sequenced.pop(address, None)
+        self._kept.forget(address)
         folder = self._layout.folder(address)
         if folder is not None:  # alone under its commit lock: no writer is half-way in
             remove = functools.partial(shutil.rmtree, folder, ignore_errors=True)
@@ -367,3 +372,10 @@ class NativeTables(NativeUpkeep):
     def _remember(self, address: str) -> None:
         with self._known_lock:
             self._known.add(address)
+
+
+def _rows(reader: Any) -> list[Row]:
+    """A query's result as rows (not pa.table(reader): it imports pandas, half a second of a
+    CLI command's start)."""
+    found = pa.RecordBatchReader.from_stream(reader).read_all()
+    return [read_row(values) for values in found.to_pylist()]

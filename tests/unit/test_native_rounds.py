@@ -161,3 +161,30 @@ def test_a_large_round_commits_beside_a_newer_append_to_its_shards(broker, monke
     monkeypatch.undo()
     assert counts.updated == 1
     assert sorted(m["body"] for m in queue.peek(10)) == ["changed", "later"]
+
+
+def test_a_large_send_is_spread_over_every_shard_in_runs_and_a_small_one_is_not(tmp_path):
+    """Receivers of different processes start at random shards: a large send spread over all of
+    them (one file each, a run of the send's messages) gives each its own work; a small send stays in one."""
+    from deltalake import DeltaTable
+
+    from sparkqueue.limits import SPREAD_SEND_ROWS
+
+    broker = Broker(None, str(tmp_path))
+    queue = broker.create_queue("spread", shards=4)
+    queue.send_batch([f"small {i}" for i in range(SPREAD_SEND_ROWS - 1)])
+    location = broker.context.record("spread").location.removeprefix("file:")
+    files = pa.table(DeltaTable(location).get_add_actions(flatten=True))
+    assert files.num_rows == 1
+    queue.send_batch([f"large {i}" for i in range(SPREAD_SEND_ROWS * 2)])
+    files = pa.table(DeltaTable(location).get_add_actions(flatten=True)).to_pylist()
+    large = [f for f in files if f["num_records"] != SPREAD_SEND_ROWS - 1]
+    assert sorted(f["partition.shard"] for f in large) == [0, 1, 2, 3]
+    assert sorted(f["num_records"] for f in large) == [SPREAD_SEND_ROWS // 2] * 4
+    rows = pa.table(DeltaTable(location).to_pyarrow_table()).to_pylist()
+    by_shard: dict[int, list[int]] = {}
+    for row in rows:
+        if row["body"].startswith("large"):
+            by_shard.setdefault(row["shard"], []).append(int(row["body"].split()[1]))
+    runs = [sorted(run) for run in by_shard.values()]  # each shard a run of the send's order
+    assert [run == list(range(run[0], run[0] + len(run))) for run in runs] == [True] * 4
