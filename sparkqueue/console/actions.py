@@ -11,6 +11,7 @@ from ..endpoint.faults import SqsFault
 from ..endpoint.service import Service
 from ..errors import InvalidParameterValue, UnsupportedOperation
 from . import pages
+from .formats import count
 
 Form = dict[str, list[str]]
 EDITABLE = (
@@ -55,8 +56,8 @@ def redrive(service: Service, form: Form) -> Done:
     engine: milliseconds, no JVM started by a click)."""
     report = service.broker.redrive()
     return Done(
-        f"redrive pass: {report.moved_to_dead_letter} moved to dead-letter queues,"
-        f" {report.released} released, {report.expired_by_retention} expired"
+        f"redrive pass: {count(report.moved_to_dead_letter)} moved to dead-letter queues,"
+        f" {count(report.released)} released, {count(report.expired_by_retention)} expired"
     )
 
 
@@ -124,7 +125,7 @@ def purge(service: Service, form: Form, name: str) -> Done:
     if _one(form, "confirm") != name:
         raise InvalidParameterValue(f"purging needs the confirmation naming {name!r}")
     purged = pages.open_queue(service, name).purge()
-    return Done(f"purged {purged} message(s) from {name}", ("queues", name))
+    return Done(f"purged {count(purged)} message(s) from {name}", ("queues", name))
 
 
 def move_back(service: Service, form: Form, name: str) -> Done:
@@ -141,7 +142,7 @@ def move_back(service: Service, form: Form, name: str) -> Done:
     if not ids:
         raise InvalidParameterValue("select the messages to move back first")
     moved = queue.start_message_move(message_ids=ids)
-    return Done(f"moved {moved} message(s) back", ("queues", name, "dead-letters"))
+    return Done(f"moved {count(moved)} message(s) back", ("queues", name, "dead-letters"))
 
 
 ON_QUEUE = {

@@ -6,6 +6,7 @@ name (a rebound DNS name cannot reach the console), with keys it must carry a si
 a POST must come from this origin (when the browser says), as a form, with the session's token.
 Pages are Jinja2 templates with autoescaping on, served with a Content-Security-Policy that runs
 only the console's own script and styles: a message body is shown as text, whatever it holds.
+The templates write every value through the filters of formats.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..endpoint.service import Service
 from ..endpoint.transport import Headers, is_loopback
 from ..errors import QueueDoesNotExist, QueueError
 from ..rules.checks import check_message_id, check_queue_name
-from . import actions, pages
+from . import actions, formats, pages
 from .charts import depth_svg
 from .sessions import Session, Sessions, csrf_ok, set_cookie
 
@@ -63,7 +64,9 @@ class Console:
         self.templates = Environment(
             loader=PackageLoader("sparkqueue.console", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
+            finalize=formats.finalize,  # no True, False or None on a page
         )
+        formats.install(self.templates)
         self.routes = [  # built once: each request only matches
             (method, re.compile(pattern), handler) for method, pattern, handler in self._routes()
         ]

@@ -1,7 +1,8 @@
 """What each console page shows, read through the public API (and the endpoint's Service, which
 knows the move tasks and which broker serves a queue): plain values for the templates.
 
-Nothing here formats HTML: the templates do, with every value escaped by Jinja2."""
+Nothing here formats HTML: the templates do, with every value escaped by Jinja2 and written for
+people by formats.py's filters."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..errors import QueueDoesNotExist, QueueError
 from ..model import MessageEvent, QueueStats
 from ..queue import Queue
 from ..services.metrics import depth_history
+from .formats import size
 
 PEEKED = 20  # messages a queue's page shows
 BODY_PREVIEW = 300  # characters of a body shown in a table (a body may be 256 KiB)
@@ -65,7 +67,7 @@ def queue_rows(service: Service) -> list[QueueRow]:
                 visible=counts.visible if counts else None,
                 in_flight=counts.in_flight if counts else None,
                 delayed=counts.delayed if counts else None,
-                oldest_age_seconds=round(counts.oldest_age_seconds, 1) if counts else None,
+                oldest_age_seconds=counts.oldest_age_seconds if counts else None,
                 dead_letter_queue=dlq,
                 dead_letter_depth=dead.visible if isinstance(dead, QueueStats) else None,
                 sources=tuple(n for n in names if records[n].attributes.dead_letter_queue == name),
@@ -136,10 +138,10 @@ def message_page(service: Service, name: str, message_id: str) -> dict[str, Any]
 
 
 def timeline_entry(event: MessageEvent) -> dict[str, Any]:
-    detail = {k: _text(v) for k, v in event.detail.items() if k != "queue"}
+    detail = {k: v for k, v in event.detail.items() if k != "queue"}
     return {
         "kind": event.kind,
-        "at": _text(event.at),
+        "at": event.at,
         "version": event.version,
         "receive_count": event.receive_count,
         "queue": event.detail.get("queue"),
@@ -162,7 +164,7 @@ def shown(row: dict[str, Any]) -> dict[str, Any]:
         "cut": len(body) > BODY_PREVIEW,
         "attributes": attributes,
         "receive_count": row["receive_count"],
-        "sent_at": _text(row["sent_at"]),
+        "sent_at": row["sent_at"],
         "moved_from": row.get("moved_from"),
         "group_id": row.get("group_id"),
     }
@@ -172,10 +174,10 @@ def _attribute(value: str, data_type: str) -> str:
     if not data_type.startswith("Binary"):
         return f"{value} ({data_type})" if data_type != "String" else value
     try:
-        size = len(base64.b64decode(value, validate=True))
+        decoded = size(len(base64.b64decode(value, validate=True)))
     except (binascii.Error, ValueError):
-        size = None
-    return f"({data_type}, {size} bytes) {value}"
+        decoded = "not base64"
+    return f"({data_type}, {decoded}) {value}"
 
 
 def open_queue(service: Service, name: str) -> Queue:
@@ -184,9 +186,3 @@ def open_queue(service: Service, name: str) -> Queue:
     if queue is None:
         raise QueueDoesNotExist(f"queue {name!r} does not exist")
     return queue
-
-
-def _text(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
-    return value

@@ -28,6 +28,7 @@ from tests.raw_http import ACCESS_KEY, REGION, SECRET_KEY
 FORM = "application/x-www-form-urlencoded"
 COMMAND = str(Path(sys.executable).with_name("sparkqueue"))
 HOSTILE = "<script>alert('owned')</script>\n" + "y" * 5000
+REPRS = (">True<", ">False<", ">None<", " True ", " False ", " None ")
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def test_pages_show_queues_and_a_hostile_body_as_text(broker, served):
     assert "work" in overview.text and "dlq" in overview.text
     assert "<script>alert" not in page.text and "&lt;script&gt;alert" in page.text
     assert "<img src=x" not in page.text and "&lt;img src=x onerror=alert(1)&gt;" in page.text
-    assert f"(Binary, 10 bytes) {binary}" in page.text
+    assert f"(Binary, 10 B) {binary}" in page.text
     shown = 300 - HOSTILE.index("y")  # a long body is cut to 300 characters in a table
     assert "y" * shown + "…" in page.text and "y" * (shown + 1) not in page.text
     assert "sent" in timeline.text
@@ -123,6 +124,62 @@ def test_pages_show_queues_and_a_hostile_body_as_text(broker, served):
     assert page.headers["x-frame-options"] == "DENY"
     cookie = overview.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/console" in cookie
+
+
+def assert_for_people(answer: Answer) -> None:
+    """No Python repr on the page: every value went through the console's formats."""
+    for shown in REPRS:
+        assert shown not in answer.text, shown
+    text = re.sub(r"<[^>]*>", " ", answer.text)  # tokens and handles in attributes are random
+    assert re.search(r"\b(True|False|None)\b", text) is None, text
+
+
+def test_every_page_writes_its_values_for_people(broker, served, clock):
+    """Counts, durations, sizes, times and flags as a person reads them, and no page with a
+    Python True, False or None: every page, and the fragments the pages refresh."""
+    broker.create_queue("dlq", retention_seconds=1_209_600)
+    work = broker.create_queue("work", dead_letter_queue="dlq", max_receive_count=1)
+    broker.create_queue("orders.fifo", fifo=True, content_based_deduplication=True)
+    poison = work.send("poison", attributes={"n": "1"}, attribute_types={"n": "Number"})
+    [message] = work.receive(1, visibility_timeout=30)
+    work.change_visibility(message.receipt_handle, 120)  # 90 s later: a "moved by" in its history
+    clock.advance(121)
+    assert broker.redrive().moved_to_dead_letter == 1  # its one receive was its last
+    kept = work.send("kept")
+    browser = Browser(served.port)
+
+    received = browser.post("/console/queues/work/receive", {"visibility_timeout": "0"})
+    pages = {
+        path: browser.get(path)
+        for path in (
+            "/console/", "/console/fragments/queues", "/console/queues/work",
+            "/console/queues/dlq", "/console/queues/orders.fifo",
+            "/console/queues/dlq/dead-letters", "/console/queues/work/purge",
+            f"/console/queues/work/messages/{poison}", f"/console/queues/work/messages/{kept}",
+        )
+    }  # fmt: skip
+    moved = browser.post("/console/queues/dlq/move-back", {"all": "1"})
+    deadline = time.monotonic() + 10
+    while "Completed" not in (tasks := browser.get("/console/fragments/tasks/dlq")).text:
+        assert time.monotonic() < deadline, tasks.text
+        time.sleep(0.05)
+    missing = browser.get("/console/queues/nowhere")
+
+    assert all(answer.status == 200 for answer in pages.values())
+    assert received.status == 200 and moved.status == 303 and missing.status == 404
+    for answer in (*pages.values(), received, tasks, missing):
+        assert_for_people(answer)
+    queue_page = pages["/console/queues/work"].text
+    assert "Standard queue · 8 shards" in queue_page
+    assert ">4 days<" in queue_page and ">256 KiB<" in queue_page and ">30 s<" in queue_page
+    assert ">14 days<" in pages["/console/queues/dlq"].text
+    fifo_page = pages["/console/queues/orders.fifo"].text
+    assert "FIFO queue" in fifo_page and "content-based deduplication: yes" in fifo_page
+    history = pages[f"/console/queues/work/messages/{poison}"].text
+    assert "moved by: 1 min 30 s" in history
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<", history)
+    assert "ran out of receives in work (max 1)" in pages["/console/queues/dlq/dead-letters"].text
+    assert "Completed: 1 of 1 moved back to their sources" in tasks.text
 
 
 def test_forms_send_receive_set_attributes_and_purge(broker, served):
@@ -206,6 +263,7 @@ def test_with_keys_a_sign_in_is_needed_and_the_secret_checked(broker, signed):
     assert signed_in.status == 303 and "HttpOnly" in signed_in.headers["set-cookie"]
     page = browser.get("/console/")
     assert page.status == 200 and f"Sign out {ACCESS_KEY}" in page.text
+    assert_for_people(browser.get("/console/signin"))
     forged = Browser(signed.port, host=browser.host)
     forged.cookie = "sparkqueue_console=made-up"
     assert forged.get("/console/").status == 303

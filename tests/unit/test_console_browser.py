@@ -2,9 +2,10 @@
 `sparkqueue serve --console`, a process of its own with access keys: sign in, create a queue
 with a dead-letter queue, send, receive past the max receive count, run the redrive pass, find
 the message in the dead letters with its history, move it back, delete it. A hostile body stays
-text, a change without the page's CSRF token is refused.
+text, a change without the page's CSRF token is refused. Every page also fits a phone's width.
 
-With SPARKQUEUE_SCREENSHOTS=docs/console set, it also refreshes docs/console.md's pictures."""
+With SPARKQUEUE_SCREENSHOTS=docs/console set, it also refreshes docs/console.md's pictures; with
+SPARKQUEUE_PHONE_SCREENSHOTS=DIR, it saves each page as a phone shows it to DIR."""
 
 from __future__ import annotations
 
@@ -25,6 +26,23 @@ from tests.raw_http import ACCESS_KEY, SECRET_KEY
 
 COMMAND = str(Path(sys.executable).with_name("sparkqueue"))
 HOSTILE = '<script>window.owned = 1</script><img src=x onerror="window.owned = 2">'
+PHONE = {"width": 375, "height": 740}
+# The page at a phone's width: [its width, its body's, the window's], and what sticks out.
+LAYOUT = """() => {
+  const width = window.innerWidth + 1;
+  const out = [...document.querySelectorAll("header > *, main > *, .note")]
+    .filter((element) => element.getBoundingClientRect().right > width)
+    .map((element) => element.outerHTML.slice(0, 80));
+  const tables = [...document.querySelectorAll("table")].filter((table) => {
+    const box = table.parentElement;
+    return getComputedStyle(box).overflowX !== "auto" || box.getBoundingClientRect().right > width;
+  });
+  return {
+    widths: [document.documentElement.scrollWidth, document.body.scrollWidth, window.innerWidth],
+    out: out,
+    unboxed: tables.map((table) => table.outerHTML.slice(0, 80)),
+  };
+}"""
 
 
 @pytest.fixture
@@ -57,10 +75,28 @@ def page(chromium: str) -> Iterator[Page]:
         browser.close()
 
 
-def shot(page: Page, name: str) -> None:
-    folder = os.environ.get("SPARKQUEUE_SCREENSHOTS")
+def shot(page: Page, name: str, folder_variable: str = "SPARKQUEUE_SCREENSHOTS") -> None:
+    folder = os.environ.get(folder_variable)
     if folder:
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def sign_in(page: Page, base: str) -> None:
+    page.goto(base)
+    page.fill("input[name=key]", ACCESS_KEY)
+    page.fill("input[name=secret]", SECRET_KEY)
+    page.click("#sign-in")
+    expect(page.locator("h1")).to_have_text("Queues")
+
+
+def fits_a_phone(page: Page, name: str) -> None:
+    """No sideways scroll of the page itself: its header wraps, a wide table scrolls in its own
+    box, nothing else reaches past the screen's right edge."""
+    layout = page.evaluate(LAYOUT)
+    document, body, window = layout["widths"]
+    assert document <= window + 1 and body <= window + 1, (name, layout)
+    assert layout["out"] == [] and layout["unboxed"] == [], (name, layout)
+    shot(page, name, "SPARKQUEUE_PHONE_SCREENSHOTS")
 
 
 def test_a_poison_message_to_the_dead_letters_and_back(console, page):
@@ -146,10 +182,7 @@ def test_a_poison_message_to_the_dead_letters_and_back(console, page):
 
 def test_the_overview_refreshes_itself_and_a_change_without_the_token_is_refused(console, page):
     root, base = console
-    page.goto(base)
-    page.fill("input[name=key]", ACCESS_KEY)
-    page.fill("input[name=secret]", SECRET_KEY)
-    page.click("#sign-in")
+    sign_in(page, base)
     queue = Broker(None, root).create_queue("live")
     expect(page.locator("#queue-rows")).to_contain_text("live", timeout=10_000)
     queue.send_batch(["a", "b", "c"])
@@ -165,3 +198,53 @@ def test_the_overview_refreshes_itself_and_a_change_without_the_token_is_refused
     page.goto(f"{base}queues/live/purge")
     page.click("#confirm-purge")
     expect(page.locator(".note")).to_have_text("purged 3 message(s) from live")
+
+
+def test_every_page_fits_a_phone(console, page):
+    """Each page the console has, at 375 px wide: the sign-in, the queues, a queue with its
+    messages and chart, what a receive took, a message's history, the dead letters, their move
+    tasks, the purge confirmation and an error."""
+    root, base = console
+    broker = Broker(None, root)
+    broker.create_queue("orders-with-a-rather-long-name-dlq")
+    orders = broker.create_queue(
+        "orders-with-a-rather-long-name",
+        dead_letter_queue="orders-with-a-rather-long-name-dlq",
+        max_receive_count=1,
+    )
+    long_line = "a-body-of-one-very-long-line-" * 12
+    poison = orders.send(long_line, attributes={"customer": "x" * 120})
+    orders.receive(1, visibility_timeout=0)
+    broker.redrive()
+    orders.send_batch([f"{long_line}{i}" for i in range(3)])
+    broker.redrive()  # a second point on the depth chart
+    name = orders.name
+    page.set_viewport_size(PHONE)
+
+    page.goto(base)
+    fits_a_phone(page, "signin")
+    sign_in(page, base)
+    fits_a_phone(page, "queues")
+    page.goto(f"{base}queues/{name}")
+    expect(page.locator("table.messages tbody tr")).to_have_count(3)
+    fits_a_phone(page, "queue")
+    messages = page.locator("table.messages").locator("xpath=..")
+    assert messages.evaluate("box => box.scrollWidth > box.clientWidth")  # it scrolls, in its box
+    page.fill("form[action$='/receive'] input[name=max_messages]", "2")
+    page.click("#receive")
+    expect(page.locator("table.messages tbody tr")).to_have_count(2)
+    fits_a_phone(page, "received")
+    page.goto(f"{base}queues/{name}/messages/{poison}")
+    expect(page.locator("ol.timeline li")).to_have_count(4)
+    fits_a_phone(page, "message")
+    page.goto(f"{base}queues/{name}-dlq/dead-letters")
+    expect(page.locator("table.messages")).to_contain_text(poison)
+    fits_a_phone(page, "dead-letters")
+    page.click("#move-all")
+    expect(page.locator("#move-tasks .task")).to_contain_text("back to their sources")
+    fits_a_phone(page, "tasks")
+    page.goto(f"{base}queues/{name}/purge")
+    fits_a_phone(page, "purge")
+    page.goto(f"{base}queues/nowhere")
+    expect(page.locator(".error")).to_contain_text("does not exist")
+    fits_a_phone(page, "error")
