@@ -1,13 +1,21 @@
-"""The benchmark behind the performance bars: `python -m sparkqueue.bench [--smoke] [--only ...]`.
+"""The benchmark behind the performance bars, and every other measurement of the project:
+`python -m sparkqueue.bench [--smoke] [--only NAME ...]` (docs/performance.md).
 
-Scenarios: bulk enqueue (`send_df`), bulk drain (`receive_df` + `delete_df`), single-message
-`receive(1)`/`delete` latency and its drift, 4 consumer threads with and without a producer, one
-redrive pass over a large queue with expired receives, the worker loop (`consume`) at several
-batch sizes with 1 and 4 workers, and the buffered client (`receive(1)` latency, 4 consumers on
-one client), and the SQS endpoint with 1 and 8 boto3 clients (send, receive, delete). `--only scaling` (not in the default run) measures receive(batch) + delete_batch by batch, threads
-and OS processes. `--only chaos` (not in the default run either) kills buffered consumers and redrive jobs,
-as OS processes, at random for minutes and checks the records afterwards. Prints a table, writes `bench.json` and `bench.png` (latency
-over the run; throughput per scenario) into `--out`.
+The default run: bulk enqueue (`send_df`) and drain (`receive_df` + `delete_df`), single-message
+`receive(1)`/`delete` latency and its drift, 4 consumer threads with and without a producer, FIFO
+consumers with and without a producer, the buffered client, one redrive pass over a large queue
+with expired receives, the worker loop (`consume`) at several batch sizes with 1 and 4 workers,
+the SQS endpoint with 1 and 8 boto3 clients, Celery through it, the history's price, the console's
+pages, a native operation phase by phase (`phases`), and the command line's and `serve`'s start
+(`start`).
+
+Run only when named (each takes minutes, or measures others): `checkpoints` (latency per
+checkpoint interval), `day` (latency after a simulated day of traffic), `upkeep` (table growth
+pass by pass), `peers` (moto's SQS server and PGMQ, with our workload shapes), `scaling`
+(receive(batch) + delete_batch by batch, threads and OS processes) and `chaos` (consumers and the
+redrive job killed at random for minutes, every record checked). Each scenario's module says what
+it measures and how to run it. Prints a table, writes `bench.json` and `bench.png` (latency over
+the run; throughput per scenario) into `--out`.
 """
 
 from .cli import main

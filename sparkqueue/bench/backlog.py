@@ -1,4 +1,5 @@
-"""The messages a scenario starts from, and what is left of them after it."""
+"""The queues a scenario starts from (their messages, their table properties), and what is left
+of the messages after it."""
 
 from __future__ import annotations
 
@@ -50,3 +51,12 @@ def left_in(broker: Broker, queue: Any) -> set[str]:
         takeable = claimable(broker.context.now(), record.attributes)
         return {row.message_id for row in native.select(record.location, ["message_id"], takeable)}
     return {row.message_id for row in queue.peek_df(10_000_000).select("message_id").collect()}
+
+
+def set_table_properties(broker: Broker, name: str, properties: dict[str, str]) -> None:
+    """Sets Delta table properties on queue `name`'s table, through the broker's engine (a
+    scenario that compares queues differing in one property)."""
+    record = broker.context.record(name)
+    tables = broker.context.native if broker.engine == "native" else broker.context.storage
+    assert tables is not None
+    tables.set_properties(record.location, properties)

@@ -4,6 +4,8 @@ The endpoint serves the benchmark's broker in this process; the worker (`celery 
 solo`, a process of its own) takes tasks from it as it would from Amazon SQS, and each task
 appends a line to a file. One warm-up task first, so the worker's start is not counted; then
 `tasks` tasks sent at once, timed until the last one has run.
+
+    python -m sparkqueue.bench --only celery --engine native --celery-tasks 50
 """
 
 from __future__ import annotations

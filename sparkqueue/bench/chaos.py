@@ -17,6 +17,8 @@ of the runner); on object storage the roles take their credentials from the envi
 each did goes to files in FOLDER, written around the act they record (a consumer logs a hand-out
 before deleting it; a sender logs bodies after their send committed), so a kill loses no record
 of an act that happened.
+
+    python -m sparkqueue.bench --only chaos --chaos-seconds 600 --chaos-messages 3000
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
-"""`python -m sparkqueue.bench`: runs the scenarios, prints the table, writes bench.json/png."""
+"""`python -m sparkqueue.bench`: runs the scenarios, prints the table, writes bench.json/png.
+
+`--only NAME` (repeatable) picks scenarios, `--smoke` shrinks them to seconds; `--help` lists the
+scenarios and every size (each a field of `Sizes`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import fields, replace
@@ -11,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..session import spark_session
+from .peers import DSN_VARIABLE
 from .report import chart, table
-from .scenarios import DEFAULT_SCENARIOS, ENGINES, SCENARIOS, SMOKE, Sizes, run
+from .scenarios import DEFAULT_SCENARIOS, ENGINES, NAMED_ONLY, SCENARIOS, SMOKE, Sizes, run
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -29,12 +34,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         " credentials from the environment, as delta-rs reads them), and on S3 the shared"
         " scenario: a Spark-session broker's receives and consumers beside Spark's send_df",
     )
-    parser.add_argument("--out", default="benchmarks/results", help="folder for bench.json/png")
+    parser.add_argument("--out", default="bench-results", help="folder for bench.json/png")
+    parser.add_argument(
+        "--pgmq-dsn",
+        metavar="DSN",
+        default=os.environ.get(DSN_VARIABLE),
+        help=f"the peers scenario's PostgreSQL with PGMQ installed (default: ${DSN_VARIABLE};"
+        " without it, PGMQ's row says not installed)",
+    )
     parser.add_argument(
         "--only",
         action="append",
         choices=SCENARIOS,
-        help="run only this scenario (repeatable; default: all but scaling and chaos)",
+        help=f"run only this scenario (repeatable; default: all but {', '.join(NAMED_ONLY)})",
     )
     parser.add_argument(
         "--engine",
@@ -43,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help="run the per-message scenarios on this engine (repeatable; default: both)",
     )
     for field in fields(Sizes):
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default))
+        option, kind = f"--{field.name.replace('_', '-')}", type(field.default)
+        parser.add_argument(option, type=kind, help=f"default {field.default}")
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else Sizes()
     changes = {f.name: getattr(args, f.name) for f in fields(Sizes)}
@@ -53,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     spark = spark_session(storage_options={} if args.object_store else None, **conf)
     root = args.root or tempfile.mkdtemp(prefix="sparkqueue-bench-")
     scenarios = args.only or DEFAULT_SCENARIOS
-    results = run(spark, root, sizes, scenarios, args.engine or ENGINES, args.object_store)
+    engines = args.engine or ENGINES
+    results = run(spark, root, sizes, scenarios, engines, args.object_store, args.pgmq_dsn)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=2), encoding="utf-8")

@@ -1,7 +1,11 @@
 """The SQS endpoint scenario: clients on threads, each looping send, receive, delete, first through
 the endpoint served in this process (boto3, signed requests, the JSON protocol), then straight on
 `Queue` in this driver for comparison, each with 1 client and with 8. Figures: each call's p50,
-and whole send-receive-delete cycles per second."""
+and whole send-receive-delete cycles per second. The peers scenario runs the same loop against
+moto's SQS server.
+
+    python -m sparkqueue.bench --only endpoint --engine native --endpoint-seconds 30
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..broker import Broker
+from .backlog import BODY_BYTES
 from .window import during_window
 
 ACCESS_KEY, SECRET_KEY = "bench", "bench-secret"
@@ -44,24 +49,29 @@ def sqs_client(endpoint_url: str) -> Any:
     )
 
 
+def over_http(queue_url: str, endpoint_url: str) -> Calls:
+    """A boto3 client's calls on one queue of an SQS API (ours, or a peer's in the peers
+    scenario): send, receive waiting up to a second, delete."""
+    client = sqs_client(endpoint_url)
+    return Calls(
+        lambda: client.send_message(QueueUrl=queue_url, MessageBody="x" * BODY_BYTES),
+        lambda: [
+            m["ReceiptHandle"]
+            for m in client.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1).get(
+                "Messages", []
+            )
+        ],
+        lambda handle: client.delete_message(QueueUrl=queue_url, ReceiptHandle=handle),
+    )
+
+
 def endpoint_load(broker: Broker, seconds: float) -> dict[str, Any]:
     from ..endpoint import AccessKeys, SqsEndpoint
-
-    def over_http(url: str, endpoint_url: str) -> Calls:
-        client = sqs_client(endpoint_url)
-        return Calls(
-            lambda: client.send_message(QueueUrl=url, MessageBody="x" * 100),
-            lambda: [
-                m["ReceiptHandle"]
-                for m in client.receive_message(QueueUrl=url, WaitTimeSeconds=1).get("Messages", [])
-            ],
-            lambda handle: client.delete_message(QueueUrl=url, ReceiptHandle=handle),
-        )
 
     def direct(name: str) -> Calls:
         queue = broker.get_queue(name)
         return Calls(
-            lambda: queue.send("x" * 100),
+            lambda: queue.send("x" * BODY_BYTES),
             lambda: [m.receipt_handle for m in queue.receive(1, wait_time_seconds=1)],
             queue.delete,
         )
@@ -75,11 +85,11 @@ def endpoint_load(broker: Broker, seconds: float) -> dict[str, Any]:
             broker.create_queue(name)
             queue_url = f"{served.url}/{served.service.naming.account}/{name}"
             clients = [over_http(queue_url, served.url) for _ in range(count)]
-            results[f"http_{count}"] = _cycles(clients, seconds)
+            results[f"http_{count}"] = cycles(clients, seconds)
     for count in CLIENTS:
         name = f"direct-{count}"
         broker.create_queue(name)
-        results[f"direct_{count}"] = _cycles([direct(name) for _ in range(count)], seconds)
+        results[f"direct_{count}"] = cycles([direct(name) for _ in range(count)], seconds)
     return results
 
 
@@ -94,7 +104,9 @@ def _no_table_call(client: Any, calls: int = 20) -> float:
     return statistics.median(took) * 1000
 
 
-def _cycles(clients: list[Calls], seconds: float) -> dict[str, Any]:
+def cycles(clients: list[Calls], seconds: float) -> dict[str, Any]:
+    """Each client on a thread of its own, looping send, receive, delete for `seconds`: each
+    call's p50 (ms), and the messages that went round per second."""
     calls: dict[str, list[float]] = {"send": [], "receive": [], "delete": []}
     done: list[int] = []
     lock = threading.Lock()

@@ -1,27 +1,27 @@
 """What a message's history costs: each operation's price with the change data feed on (the
 alternative not taken) against the plain table `Queue.history` reads, interleaved in one run on
-one engine (an A/B), and what reading a history takes; and how fast the console's pages answer."""
+one engine (an A/B), and what reading a history takes; and how fast the console's pages answer.
+
+    python -m sparkqueue.bench --only history --engine native --operations 200
+    python -m sparkqueue.bench --only console --page-reads 30
+"""
 
 from __future__ import annotations
 
 import http.client
 import re
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ..broker import Broker
 from ..endpoint import AccessKeys, SqsEndpoint
-from .backlog import fill
+from .backlog import fill, set_table_properties
+from .timing import p50_ms, timed
 
 CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
 HISTORY_READS = 20
 PAGE_READS = 30
-
-
-def _ms(values: list[float]) -> float:
-    return statistics.median(values) * 1000
 
 
 def history_cost(broker: Broker, operations: int) -> dict[str, Any]:
@@ -31,10 +31,7 @@ def history_cost(broker: Broker, operations: int) -> dict[str, Any]:
         "plain": broker.create_queue("history-plain"),
         "cdf": broker.create_queue("history-cdf"),
     }
-    record = broker.context.record("history-cdf")
-    tables = broker.context.native if broker.engine == "native" else broker.context.storage
-    assert tables is not None
-    tables.set_properties(record.location, CHANGE_DATA_FEED)
+    set_table_properties(broker, "history-cdf", CHANGE_DATA_FEED)
     for queue in queues.values():
         fill(broker, queue, operations + 10)
     times: dict[str, dict[str, list[float]]] = {k: {"receive": [], "delete": []} for k in queues}
@@ -57,8 +54,8 @@ def history_cost(broker: Broker, operations: int) -> dict[str, Any]:
         assert [e.kind for e in events][-2:] == ["received", "deleted"], events
     return {
         "operations": operations,
-        **{f"{k}_{op}_p50_ms": _ms(v[op]) for k, v in times.items() for op in v},
-        "history_p50_ms": _ms(reads),
+        **{f"{k}_{op}_p50_ms": p50_ms(v[op]) for k, v in times.items() for op in v},
+        "history_p50_ms": p50_ms(reads),
         "history_max_ms": max(reads) * 1000,
         "versions": len(handled) * 2,
     }
@@ -91,7 +88,7 @@ def console_pages(root: str, reads: int = PAGE_READS) -> dict[str, Any]:
         get = _client(served.port)
         get("/console/")  # the session's cookie
         return {
-            name: _ms([_timed(lambda p=path: get(p)) for _ in range(PAGE_READS)])
+            name: p50_ms([timed(lambda p=path: get(p))[0] for _ in range(reads)])
             for name, path in pages.items()
         }
 
@@ -110,9 +107,3 @@ def _client(port: int) -> Callable[[str], bytes]:
         return body
 
     return get
-
-
-def _timed(action: Callable[[], Any]) -> float:
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started

@@ -1,11 +1,19 @@
-"""The benchmark's report: a table of figures against their bars, and a chart."""
+"""The benchmark's report: a table of figures against their bars (printed by `python -m
+sparkqueue.bench`, one row per figure of the scenarios that ran; peers' rows beside ours), and a
+chart (`bench.png`)."""
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .checkpoints import SUMMARY
+
 OPERATIONS = ("send", "receive", "delete")  # the endpoint scenario's calls, in cycle order
+PEER = "(peer)"  # a peer's row: measured beside ours, no bar
+DRY = {True: " (ran dry)", False: ""}
 # The worker loop's bars for one worker, by batch size (the native engine's).
 WORKER_BARS = {
     10: ">= 40 msg/s",
@@ -79,14 +87,7 @@ def _per_message_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
             ),
         ]
     if "fifo_load" in results:
-        fifo = results["fifo_load"]
-        rows.append(
-            (
-                "FIFO, 2 consumers, receive(10) + delete_batch (twice / out of order)",
-                f"{fifo['per_s']:.1f} msg/s ({fifo['duplicates']} / {fifo['out_of_order']})",
-                ">= 50 msg/s (0 / 0)",
-            )
-        )
+        rows += _fifo_rows(results)
     if "buffered_load" in results:
         latency_, load_ = results["buffered_latency"], results["buffered_load"]
         rows += [
@@ -110,17 +111,8 @@ def _per_message_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 "(measured)",
             )
         )
-        for key, figures in endpoint.items():
-            how, clients = key.split("_")
-            front = "SQS endpoint (boto3)" if how == "http" else "same calls on Queue"
-            calls = " / ".join(f"{figures.get(f'{op}_p50_ms', 0):.0f}" for op in OPERATIONS)
-            rows.append(
-                (
-                    f"{front}, {clients} client(s): send / receive / delete p50",
-                    f"{calls} ms; {figures['messages_per_s']:.1f} msg/s",
-                    "(measured)",
-                )
-            )
+        fronts = {"http": "SQS endpoint (boto3)", "direct": "same calls on Queue"}
+        rows += _cycle_rows(fronts, endpoint, "(measured)")
     if "celery" in results:
         celery = results["celery"]
         rows.append(
@@ -130,12 +122,90 @@ def _per_message_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 ">= 5 tasks/s",
             )
         )
-    for label, run in results.get("worker", {}).items():
-        bar = WORKER_BARS.get(run["batch"], "-") if run["workers"] == 1 else "4 workers >= 1.5x"
-        rows.append((f"worker loop, {label}", f"{run['per_s']:,.1f} msg/s", bar))
+    rows += _worker_rows("worker loop", results.get("worker", {}), _worker_bar)
     if "history" in results:
         rows += _history_rows(results["history"])
+    for every, figures in results.get("checkpoints", {}).items():
+        for op in ("receive", "delete"):
+            figure = " / ".join(f"{figures[f'{op}_{name}_ms']:,.0f}" for name in SUMMARY)
+            what = f"checkpoint every {every} commits: {op} {' / '.join(SUMMARY)}"
+            rows.append((what, f"{figure} ms", "(measured)"))
+    if "day" in results:
+        rows += _day_rows(results["day"])
     return rows
+
+
+def _fifo_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The FIFO consumers alone and beside a producer: throughput, what they keep, and every
+    delivery's check (none twice, none out of its group's order)."""
+    alone, beside = results["fifo_load"], results["fifo_with_producer"]
+    twice = alone["duplicates"] + beside["duplicates"]
+    unordered = alone["out_of_order"] + beside["out_of_order"]
+    retries = f"{alone['conflict_retries']} / {beside['conflict_retries']} conflict retries"
+    return [
+        (
+            "FIFO consumers, receive(10) + delete_batch (twice / out of order)",
+            f"{alone['per_s']:.1f} msg/s ({twice} / {unordered})",
+            ">= 50 msg/s (0 / 0)",
+        ),
+        (
+            "FIFO consumers alone / beside a producer",
+            f"{alone['per_s']:.1f} / {beside['per_s']:.1f} msg/s ({results['fifo_ratio']:.0%});"
+            f" {retries}",
+            "(measured)",
+        ),
+    ]
+
+
+def _cycle_rows(
+    fronts: dict[str, str], runs: dict[str, Any], bar: str
+) -> list[tuple[str, str, str]]:
+    """Send-receive-delete loops (the endpoint scenario's, and moto's among the peers), one row
+    per run ("http_8": 8 clients through `fronts["http"]`): each call's p50 and msg/s."""
+    rows = []
+    for key, figures in runs.items():
+        how, clients = key.split("_")
+        calls = " / ".join(f"{figures.get(f'{op}_p50_ms', 0):.0f}" for op in OPERATIONS)
+        rows.append(
+            (
+                f"{fronts[how]}, {clients} client(s): send / receive / delete p50",
+                f"{calls} ms; {figures['messages_per_s']:.1f} msg/s",
+                bar,
+            )
+        )
+    return rows
+
+
+def _worker_bar(run: dict[str, Any]) -> str:
+    return WORKER_BARS.get(run["batch"], "-") if run["workers"] == 1 else "4 workers >= 1.5x"
+
+
+def _worker_rows(
+    what: str, cells: dict[str, Any], bar: Callable[[dict[str, Any]], str]
+) -> list[tuple[str, str, str]]:
+    """A worker-loop grid (ours, and PGMQ's among the peers), one row per cell; a cell that ran
+    dry says so (its figure is a floor)."""
+    return [
+        (f"{what}, {label}", f"{run['per_s']:,.1f} msg/s{DRY[run['ran_dry']]}", bar(run))
+        for label, run in cells.items()
+    ]
+
+
+def _day_rows(day: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Latency after a simulated day against a fresh queue's, and what the day left."""
+    what = (
+        f"after {day['hours']:g} h at {day['commits_per_second']:g} commits/s"
+        f" ({day['tombstones']:,} tombstones, {day['log_entries']:,} log entries)"
+    )
+    return [
+        (
+            f"{op} p50 {what}",
+            f"{day[f'fresh_{op}_p50_ms']:,.0f} -> {day[f'{op}_p50_ms']:,.0f} ms"
+            f" ({day[f'{op}_ratio']:.2f}x)",
+            "<= 1.2x",
+        )
+        for op in ("receive", "delete")
+    ]
 
 
 def _history_rows(history: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -174,12 +244,49 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     for cell in results.get("scaling", []):
         where = f"{cell['threads']} threads x {cell['processes']} processes"
         figure = f"{cell['per_s']:,.0f} msg/s, {cell['duplicates']} twice"
-        figure += " (ran dry)" if cell["ran_dry"] else ""
+        figure += DRY[cell["ran_dry"]]
         rows.append((f"scaling: batch {cell['batch']}, {where}", figure, "0 twice"))
     if "redrive" in results:
         passes = results["redrive"]
         figure = f"spark {passes['redrive_s']:.1f} s | native {passes['native_redrive_s']:.1f} s"
         rows.append(("redrive pass", figure, "<= 10 s"))
+    for name, phase in results.get("phases", {}).items():
+        figure = f"{phase['p50_ms']:.1f} / {phase['p99_ms']:.1f} ms"
+        rows.append((f"native phase p50 / p99: {name}", figure, "(measured)"))
+    if "start" in results:
+        started = results["start"]
+        for what, key, bar in (
+            ("a `sparkqueue` command, Python's start included", "command_s", "<= 2 s"),
+            ("`sparkqueue serve --root` until it serves", "serve_s", "<= 3 s"),
+        ):
+            rows.append((f"{what} (median)", f"{statistics.median(started[key]):.2f} s", bar))
+    for run in results.get("upkeep", []):
+        figure = (
+            f"{run['active_files']} / {run['data_files']}, {run['log_files']} /"
+            f" {run['log_bytes'] / 1024:,.0f} KiB; {run['pass_s']:.1f} s"
+        )
+        figure += " (upkeep)" if run["upkeep"] else ""
+        what = f"upkeep pass {run['pass']}: active / on-disk files, log files / size"
+        rows.append((what, figure, "active flat"))
+    if "peers" in results:
+        rows += _peer_rows(results["peers"])
+    return rows
+
+
+def _peer_rows(peers: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The peers' rows, shaped as ours (the endpoint's loop, the worker loop's grid); a row
+    saying why for a peer that is not there."""
+    rows: list[tuple[str, str, str]] = []
+    for peer, name in (("moto", "moto's SQS server"), ("pgmq", "PGMQ on PostgreSQL")):
+        if "missing" in peers[peer]:
+            rows.append((name, peers[peer]["missing"], PEER))
+    moto = {key: run for key, run in peers["moto"].items() if key != "missing"}
+    rows += _cycle_rows({"http": "moto's SQS server (boto3)"}, moto, PEER)
+    pgmq = peers["pgmq"]
+    if "worker" in pgmq:
+        sent = f"{pgmq['send_per_s']:,.0f} msg/s ({pgmq['sent']:,} sent)"
+        rows.append((f"PGMQ send_batch of {pgmq['send_batch']:,}", sent, PEER))
+        rows += _worker_rows("PGMQ worker loop (read + delete)", pgmq["worker"], lambda run: PEER)
     return rows
 
 
@@ -210,6 +317,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
             ("consumers+producer", "load_with_producer"),
             ("buffered", "buffered_load"),
             ("FIFO", "fifo_load"),
+            ("FIFO+producer", "fifo_with_producer"),
         ):
             if scenario in figures:
                 scenarios[f"{label} ({engine})"] = figures[scenario]["per_s"]

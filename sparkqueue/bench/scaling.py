@@ -4,7 +4,10 @@ processes that work it, on the native engine (no Spark: every process is cheap t
 Each cell runs OS processes (`python -m sparkqueue.bench.scaling`), each with threads looping
 `receive(batch)` + `delete_batch` on one queue for a window, all starting together; a batch
 counts when its delete finished within the window (a window holds few batches of 10,000: make
-it long enough). Afterwards every delivery is checked: none twice."""
+it long enough). Afterwards every delivery is checked: none twice.
+
+    python -m sparkqueue.bench --only scaling --scaling-seconds 10 --scaling-batches 10,100,1000
+"""
 
 from __future__ import annotations
 

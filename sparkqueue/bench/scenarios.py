@@ -1,33 +1,44 @@
-"""The benchmark's scenarios: each builds its queues on a broker, runs, and returns its figures."""
+"""The benchmark's scenarios and the run of them: each builds its queues on a broker, runs, and
+returns its figures. `python -m sparkqueue.bench --only NAME` (repeatable) runs some of them;
+this module holds the small ones (bulk send and drain, single-message latency and its drift,
+the buffered client, one redrive pass) and hands the others to their modules."""
 
 from __future__ import annotations
 
 import platform
 import statistics
-import threading
-import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from ..broker import Broker
+from ..limits import FILE_RETENTION_HOURS, LOCAL_LOG_MINUTES
 from ..store.spark_s3 import session_commits_conditionally
 from ..testing import FakeClock
 from .backlog import bodies, fill
+from .checkpoints import checkpoints
+from .day import Traffic, day
+from .endpoint import endpoint_load
+from .fifo import fifo
 from .history import console_pages, history_cost
 from .loads import load, native_batches
+from .peers import peers
+from .phases import phases
 from .shared import shared
-from .window import during_window
+from .start import start_times
+from .timing import p50_ms, percentile, rounds, timed
+from .upkeep import upkeep
+from .worker import worker
 
 
 @dataclass(frozen=True)
 class Sizes:
-    """How big each scenario runs; --smoke shrinks everything to seconds."""
+    """How big each scenario runs, and with what settings (each an option: `--load-seconds 20`);
+    --smoke shrinks everything to seconds."""
 
     messages: int = 1_000_000
     drain_batch: int = 100_000
@@ -51,6 +62,20 @@ class Sizes:
     warm_up_rounds: int = (
         2  # bulk sends before the timed one: JIT-compiled, like a long-running job
     )
+    fifo_consumers: int = 2  # the FIFO scenario's, alone and beside a producer
+    fifo_groups: int = 50
+    phase_rounds: int = 200  # receive(1) + delete pairs timed phase by phase (native)
+    phase_backlog: int = 1_000
+    start_runs: int = 5  # runs of `sparkqueue stats` and starts of `sparkqueue serve`
+    checkpoint_rounds: int = 100  # only with --only checkpoints: rounds on each interval's queue
+    checkpoint_intervals: str = "10,20,50,100"
+    day_rounds: int = 30  # only with --only day: receive(1) + delete rounds on each side
+    day_hours: float = 24.0
+    day_commits_per_second: float = 1.2  # one consumer's receive(1) + delete
+    day_file_retention_hours: float = float(FILE_RETENTION_HOURS)
+    day_local_log_minutes: float = float(LOCAL_LOG_MINUTES)  # 0: the log is never trimmed
+    upkeep_passes: int = 12  # only with --only upkeep: redrive passes with upkeep
+    upkeep_messages: int = 200  # sent, received and 90% deleted before each pass
 
 
 SMOKE = Sizes(
@@ -70,18 +95,16 @@ SMOKE = Sizes(
     celery_tasks=3,
     page_reads=3,
     warm_up_rounds=0,  # the smoke run checks that it works, not how fast
+    fifo_groups=5,
+    phase_rounds=3,
+    phase_backlog=20,
+    start_runs=1,
+    checkpoint_rounds=3,
+    day_rounds=3,
+    day_hours=0.01,
+    upkeep_passes=2,
+    upkeep_messages=20,
 )
-
-
-def timed(action: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.perf_counter()
-    result = action()
-    return time.perf_counter() - started, result
-
-
-def percentile(values: Sequence[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def bulk(broker: Broker, sizes: Sizes) -> dict[str, float]:
@@ -118,57 +141,17 @@ def bulk(broker: Broker, sizes: Sizes) -> dict[str, float]:
 def latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
     queue = broker.create_queue("latency")
     fill(broker, queue, sizes.operations + 10)
-    receives: list[float] = []
-    deletes: list[float] = []
-    for _ in range(sizes.operations):
-        took, [message] = timed(lambda: queue.receive(1, visibility_timeout=3_600))
-        receives.append(took)
-        deletes.append(timed(lambda m=message: queue.delete(m.receipt_handle))[0])
+    receives, deletes = rounds(queue, sizes.operations)
     first = statistics.median(receives[: sizes.window])
     last = statistics.median(receives[-sizes.window :])
     return {
-        "receive_p50_ms": statistics.median(receives) * 1000,
+        "receive_p50_ms": p50_ms(receives),
         "receive_p99_ms": percentile(receives, 0.99) * 1000,
-        "delete_p50_ms": statistics.median(deletes) * 1000,
+        "delete_p50_ms": p50_ms(deletes),
         "delete_p99_ms": percentile(deletes, 0.99) * 1000,
         "drift": last / first,
         "receive_ms": [value * 1000 for value in receives],
         "delete_ms": [value * 1000 for value in deletes],
-    }
-
-
-FIFO_GROUPS = 50
-
-
-def fifo_load(broker: Broker, sizes: Sizes) -> dict[str, Any]:
-    """Two consumers receive(10) + delete_batch on a FIFO queue of FIFO_GROUPS groups for a
-    while; afterwards every delivery is checked: none twice, each group in send order."""
-    queue = broker.create_queue("load.fifo", fifo=True)
-    backlog = int(sizes.load_seconds * 400) + 100  # more than two consumers take meanwhile
-    fill(broker, queue, backlog, groups=FIFO_GROUPS)
-    delivered: list[Any] = []
-    stop = threading.Event()
-    lock = threading.Lock()
-
-    def consume() -> None:
-        while not stop.is_set():
-            messages = queue.receive(10, visibility_timeout=3_600)
-            if messages:
-                with lock:  # noted before the delete lets the group go to the other consumer
-                    delivered.extend(messages)
-                queue.delete_batch([m.receipt_handle for m in messages])
-
-    during_window([consume, consume], sizes.load_seconds, stop)
-    out_of_order = 0
-    for group in {m.group_id for m in delivered}:
-        numbers = [m.sequence_number for m in delivered if m.group_id == group]
-        out_of_order += sum(1 for a, b in pairwise(numbers) if b <= a)
-    ids = [m.message_id for m in delivered]
-    return {
-        "delivered": len(ids),
-        "per_s": len(ids) / sizes.load_seconds,
-        "duplicates": len(ids) - len(set(ids)),
-        "out_of_order": out_of_order,
     }
 
 
@@ -198,67 +181,29 @@ def buffered_latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
     """receive(1) and delete through a buffered client (prefetch 100, the default)."""
     queue = broker.create_queue("latency-buffered")
     fill(broker, queue, sizes.operations + 10)
-    receives: list[float] = []
-    deletes: list[float] = []
     with queue.buffered(visibility_timeout=3_600) as client:
-        for _ in range(sizes.operations):
-            took, [message] = timed(lambda: client.receive(1))
-            receives.append(took)
-            deletes.append(timed(lambda m=message: client.delete(m.receipt_handle))[0])
+        receives, deletes = rounds(client, sizes.operations)
     return {
-        "receive_p50_ms": statistics.median(receives) * 1000,
+        "receive_p50_ms": p50_ms(receives),
         "receive_p99_ms": percentile(receives, 0.99) * 1000,
-        "delete_p50_ms": statistics.median(deletes) * 1000,
+        "delete_p50_ms": p50_ms(deletes),
     }
 
 
-def worker(broker: Broker, sizes: Sizes) -> dict[str, Any]:
-    """`consume` with a no-op handler for `worker_seconds` per batch size, with 1 worker and with
-    4 in one driver (threads), on a backlog topped up to `worker_backlog` before each run."""
-    queue = broker.create_queue("worker", visibility_timeout=600)
-    waiting = 0
-    figures: dict[str, Any] = {}
-    for batch in [int(size) for size in sizes.worker_batches.split(",")]:
-        for workers in (1, WORKERS):
-            if waiting < sizes.worker_backlog:
-                fill(broker, queue, sizes.worker_backlog - waiting)
-                waiting = sizes.worker_backlog
-            took, reports = timed(
-                lambda b=batch, w=workers: _loops(queue, b, w, sizes.worker_seconds)
-            )
-            deleted = sum(report.deleted for report in reports)
-            waiting -= deleted
-            figures[f"batch {batch}, {workers} worker{'s' if workers > 1 else ''}"] = {
-                "batch": batch,
-                "workers": workers,
-                "deleted": deleted,
-                "per_s": deleted / took,
-            }
-    return figures
-
-
-def _loops(queue: Any, batch: int, workers: int, seconds: float) -> list[Any]:
-    """Runs `workers` worker loops on threads for `seconds`; their reports."""
-    stop = threading.Event()
-    reports: list[Any] = []
-
-    def loop() -> None:
-        reports.append(
-            queue.consume(lambda frame: None, batch_size=batch, stop=stop, poll_interval=0)
-        )
-
-    during_window([loop] * workers, seconds, stop)
-    return reports
-
-
-WORKERS = 4  # the worker scenario's "many workers in one driver"
 SCENARIOS = ("bulk", "latency", "load", "fifo", "buffered", "redrive", "worker", "endpoint",
-             "celery", "history", "console", "scaling", "chaos")  # fmt: skip
-# scaling and chaos run when named: they start OS processes for minutes
-DEFAULT_SCENARIOS = SCENARIOS[:-2]
+             "celery", "history", "console", "phases", "start", "checkpoints", "day", "upkeep",
+             "peers", "scaling", "chaos")  # fmt: skip
+# Run only when named: each takes many minutes (scaling and chaos start OS processes), and peers
+# measures other systems than ours.
+NAMED_ONLY = ("checkpoints", "day", "upkeep", "peers", "scaling", "chaos")
+DEFAULT_SCENARIOS = tuple(name for name in SCENARIOS if name not in NAMED_ONLY)
 ENGINES = ("native", "spark")
 # What each engine runs: the per-message scenarios. DataFrame work (bulk, redrive) is Spark's.
-PER_ENGINE = ("latency", "load", "fifo", "buffered", "worker", "endpoint", "celery", "history")
+PER_ENGINE = ("latency", "load", "fifo", "buffered", "worker", "endpoint", "celery", "history",
+              "checkpoints", "day")  # fmt: skip
+# The per-message scenarios that need the broker's Spark session (not run natively on object
+# storage): the worker loop's handler DataFrame, the simulated day's tombstone writes.
+WITH_SPARK = ("worker", "day")
 
 
 def run(
@@ -268,10 +213,12 @@ def run(
     scenarios: Sequence[str] = DEFAULT_SCENARIOS,
     engines: Sequence[str] = ENGINES,
     object_store: str | None = None,
+    pgmq_dsn: str | None = None,
 ) -> dict[str, Any]:
     """The scenarios; the per-message ones once per engine, each on a root of its own, one
     after the other in this one run (so their figures compare: an A/B on one machine), and
-    with `object_store` (an s3://... root) once more there, natively (no Spark: no worker loop)."""
+    with `object_store` (an s3://... root) once more there, natively (no Spark: no worker loop,
+    no simulated day). `pgmq_dsn`: the peers scenario's PostgreSQL with PGMQ (never recorded)."""
     results: dict[str, Any] = {"sizes": asdict(sizes)}
     if "bulk" in scenarios:
         results["bulk"] = bulk(Broker(spark, root), sizes)
@@ -284,7 +231,7 @@ def run(
         if object_store:
             where = f"native on {object_store.split(':', 1)[0]}"
             broker = Broker(None, f"{object_store.rstrip('/')}/{uuid.uuid4().hex[:8]}")
-            without_spark = [name for name in per_engine if name != "worker"]
+            without_spark = [name for name in per_engine if name not in WITH_SPARK]
             results["engines"][where] = per_message(broker, sizes, without_spark)
             if session_commits_conditionally(spark, object_store):  # both engines on one root
                 beside = Broker(spark, f"{broker.root}-shared", storage_options={})
@@ -294,10 +241,25 @@ def run(
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
     if "console" in scenarios:
         results["console"] = console_pages(f"{root}/console", sizes.page_reads)
+    if "phases" in scenarios:
+        results["phases"] = phases(f"{root}/phases", sizes.phase_rounds, sizes.phase_backlog)
+    if "start" in scenarios:
+        results["start"] = start_times(f"{root}/start", sizes.start_runs)
+    if "upkeep" in scenarios:
+        broker = Broker(spark, f"{root}/upkeep")
+        results["upkeep"] = upkeep(broker, sizes.upkeep_passes, sizes.upkeep_messages)
+    if "peers" in scenarios:
+        results["peers"] = peers(
+            pgmq_dsn,
+            sizes.endpoint_seconds,
+            numbers(sizes.worker_batches),
+            sizes.worker_backlog,
+            sizes.worker_seconds,
+        )
     if "scaling" in scenarios:
         from .scaling import scaling  # not at import: its processes run it as main
 
-        batches = [int(batch) for batch in sizes.scaling_batches.split(",")]
+        batches = numbers(sizes.scaling_batches)
         results["scaling"] = scaling(f"{root}/scaling", batches, sizes.scaling_seconds)
     if "chaos" in scenarios:
         from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main
@@ -334,7 +296,7 @@ def per_message(broker: Broker, sizes: Sizes, scenarios: Sequence[str]) -> dict[
             results["load_alone"]["per_s"], 1e-9
         )
     if "fifo" in scenarios:
-        results["fifo_load"] = fifo_load(broker, sizes)
+        results |= fifo(broker, sizes.load_seconds, sizes.fifo_consumers, sizes.fifo_groups)
     if "buffered" in scenarios:
         results["buffered_latency"] = buffered_latency(broker, sizes)
         results["buffered_load"] = load(
@@ -345,10 +307,9 @@ def per_message(broker: Broker, sizes: Sizes, scenarios: Sequence[str]) -> dict[
             prefetch=sizes.prefetch,
         )
     if "worker" in scenarios:
-        results["worker"] = worker(broker, sizes)
+        batches = numbers(sizes.worker_batches)
+        results["worker"] = worker(broker, batches, sizes.worker_backlog, sizes.worker_seconds)
     if "endpoint" in scenarios:
-        from .endpoint import endpoint_load  # needs boto3, from the dev extra
-
         results["endpoint"] = endpoint_load(broker, sizes.endpoint_seconds)
     if "celery" in scenarios:
         from .celery_load import celery_load  # needs celery, from the dev extra
@@ -356,4 +317,20 @@ def per_message(broker: Broker, sizes: Sizes, scenarios: Sequence[str]) -> dict[
         results["celery"] = celery_load(broker, sizes.celery_tasks)
     if "history" in scenarios:
         results["history"] = history_cost(broker, sizes.operations)
+    if "checkpoints" in scenarios:
+        intervals = numbers(sizes.checkpoint_intervals)
+        results["checkpoints"] = checkpoints(broker, sizes.checkpoint_rounds, intervals)
+    if "day" in scenarios:
+        traffic = Traffic(
+            sizes.day_hours,
+            sizes.day_commits_per_second,
+            sizes.day_file_retention_hours,
+            sizes.day_local_log_minutes,
+        )
+        results["day"] = day(broker, sizes.day_rounds, traffic)
     return results
+
+
+def numbers(listed: str) -> list[int]:
+    """A size given as a comma-separated list ("10,100,1000")."""
+    return [int(number) for number in listed.split(",")]

@@ -1,4 +1,5 @@
-"""Running a benchmark's loops for a measurement window."""
+"""Running a benchmark's loops for a measurement window (every scenario that runs threads: the
+loads, FIFO, worker, endpoint, scaling and peers scenarios)."""
 
 from __future__ import annotations
 
