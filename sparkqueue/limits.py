@@ -63,7 +63,7 @@ IN_FLIGHT_RECOUNT_SHARE = 0.8  # recount every time once the estimate is this cl
 QUEUE_ROWS_PER_FILE = 5_000
 COMPACTED_FILE_BYTES = 1 << 20
 # A queue whose random shard holds this many more visible messages than a receive wants is deep:
-# receives read one shard (roughly its oldest) instead of the whole queue's oldest (claim.py).
+# receives read one shard (roughly its oldest) instead of the whole queue's oldest (messages/claim.py).
 DEEP_SHARD_ROWS = 1_000
 # A send of this many rows or more is spread over every shard, in runs of consecutive ids (one
 # file per shard): receivers of different processes, each starting at a random shard, then find
@@ -71,14 +71,14 @@ DEEP_SHARD_ROWS = 1_000
 SPREAD_SEND_ROWS = 1_000
 ATTRIBUTE_CHANGE_ATTEMPTS = 10  # reads of a queue's attributes a change retries on a concurrent one
 DEPTH_CHECK_SECONDS = 30.0  # how often a shallow read asks whether the queue became deep
-# A claim hides its messages this much longer at most for its own statement (engine/handout.py).
+# A claim hides its messages this much longer at most for its own statement (engine/messages/handout.py).
 HANDOUT_ALLOWANCE_MAX_SECONDS = 5.0
 # The worker loop claims batches up to this size through the driver in one commit with the last
-# batch's deletes (engine/statement.py); bigger ones are staged as receive_df claims.
+# batch's deletes (engine/rounds/statement.py); bigger ones are staged as receive_df claims.
 EXCHANGE_MAX_BATCH = 100_000
 # Up to this many rows (retired, changed and claimed) a round's statement is one UPDATE; above it
 # one MERGE, whose join costs less than the UPDATE's long literal lists, on both engines
-# (engine/statement.py).
+# (engine/rounds/statement.py).
 EXCHANGE_UPDATE_MAX_ROWS = 200
 # A shared round carries the oldest waiting operations up to this many rows (an operation larger
 # than that runs alone): four worker loops at batch 10,000 share one commit.
@@ -105,7 +105,7 @@ LOG_RETENTION_HOURS = 48
 LOCAL_LOG_MINUTES = 5
 CHECKPOINT_INTERVAL = 20
 REDRIVE_EVERY_SECONDS = 60
-# The most one shared append carries for the concurrent sends of one broker (engine/send.py):
+# The most one shared append carries for the concurrent sends of one broker (engine/messages/send.py):
 # rows, and characters of bodies (a round is one Arrow table in memory).
 SEND_ROUND_MAX_ROWS = 10_000
 SEND_ROUND_MAX_BYTES = 64 * 1024 * 1024

@@ -11,9 +11,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .attributes import QueueAttributes
-from .engine import inspect, lifecycle, rounds, send
+from .engine import lifecycle
 from .engine.context import QueueContext
-from .engine.movers import check_destination, movers
+from .engine.messages import inspect, send
+from .engine.moves.choice import check_destination, movers
+from .engine.rounds import operations as rounds
 from .errors import InvalidParameterValue, QueueDoesNotExist, QueueError
 from .limits import MAX_RECEIVE, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
 from .model import BatchResult, ConsumeReport, Message, MessageEvent, QueueStats, SentMessage
@@ -132,7 +134,7 @@ class Queue:
     ) -> int:
         """Bulk send in one commit; returns the row count. Any invalid row: nothing is written."""
         self._ctx.needs_spark("send_df")
-        from .engine import send_df
+        from .engine.frames import send_df
 
         return send_df.send_df(
             self._ctx,
@@ -164,7 +166,7 @@ class Queue:
         """Claims up to `max_messages` at once, in Spark; the returned DataFrame never claims again."""
         check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
         self._ctx.needs_spark("receive_df")
-        from .engine import claim_df
+        from .engine.frames import claim_df
 
         return claim_df.receive_df(
             self._ctx, self.name, max_messages, _visibility(visibility_timeout)
@@ -186,7 +188,7 @@ class Queue:
         if "receipt_handle" not in df.columns:
             raise InvalidParameterValue("delete_df needs a DataFrame with a receipt_handle column")
         self._ctx.needs_spark("delete_df")
-        from .engine import acknowledge_df
+        from .engine.frames import acknowledge_df
 
         return acknowledge_df.delete_df(self._ctx, self.name, df)
 
@@ -365,7 +367,7 @@ class Queue:
         """Visible messages, oldest first, read without claiming them (for inspecting a DLQ)."""
         check_int("max_messages", max_messages, 1, MAX_RECEIVE_DF)
         self._ctx.needs_spark("peek_df")
-        from .engine import inspect_df
+        from .engine.frames import inspect_df
 
         return inspect_df.peek_df(self._ctx, self._ctx.record(self.name), max_messages)
 

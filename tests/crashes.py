@@ -10,7 +10,7 @@ class Crash(BaseException):
 
 
 def crash_at(step: str):
-    """A move's step hook (engine/moves.py) that dies once `step` is reached."""
+    """A move's step hook (engine/moves/steps.py) that dies once `step` is reached."""
 
     def hook(reached: str, queue: str) -> None:
         if reached == step:

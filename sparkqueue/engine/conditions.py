@@ -56,7 +56,7 @@ def due(now: datetime) -> Expr:
 
 
 def being_moved() -> Expr:
-    """Marked by a move that has not finished (see moves.py); never null."""
+    """Marked by a move that has not finished (see moves/steps.py); never null."""
     return coalesce(col("receipt_handle").starts_with(MOVE_MARKER_PREFIX), lit(False))
 
 

@@ -12,10 +12,10 @@ from ..clock import Clock, read_clock
 from ..errors import QueueDoesNotExist, UnsupportedOperation
 from ..store.registry import QueueRecord, Registry
 from ..store.statements import Tables
-from .depths import ShardDepths
-from .group import CommitGroups
-from .handout import Handouts
-from .inflight import InFlightGauges
+from .messages.depths import ShardDepths
+from .messages.handout import Handouts
+from .messages.inflight import InFlightGauges
+from .rounds.committer import CommitGroups
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -44,10 +44,10 @@ class QueueContext:
     commits: CommitGroups = field(default_factory=CommitGroups, compare=False, repr=False)
     # Likewise: how long claim statements take, so a visibility timeout runs from the handout.
     handouts: Handouts = field(default_factory=Handouts, compare=False, repr=False)
-    # Likewise: each queue's in-flight gauge (OverLimit), and whether it is deep (claim.py).
+    # Likewise: each queue's in-flight gauge (OverLimit), and whether it is deep (messages/claim.py).
     in_flight: InFlightGauges = field(default_factory=InFlightGauges, compare=False, repr=False)
     depths: ShardDepths = field(default_factory=ShardDepths, compare=False, repr=False)
-    # Likewise: the DataFrames receive_df returned, by the range claim each holds (ranges.py);
+    # Likewise: the DataFrames receive_df returned, by the range claim each holds (frames/ranges.py);
     # weak, so they go with the frames.
     range_claims: weakref.WeakKeyDictionary[Any, Any] = field(
         default_factory=weakref.WeakKeyDictionary, compare=False, repr=False

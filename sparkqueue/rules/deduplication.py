@@ -8,7 +8,7 @@ sends only: a row a move copied in keeps its original send time and id but takes
 the sequence, so it is never a duplicate and never makes a later send one.
 
 Both engines judge with this code: each reads the rows that share a deduplication id from the
-same snapshot as the rows it then reads or changes (engine/fifo_queue.py's FifoSnapshot), and
+same snapshot as the rows it then reads or changes (engine/fifo/operations.py's FifoSnapshot), and
 every send's answer comes from it too.
 """
 

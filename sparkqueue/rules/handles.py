@@ -27,7 +27,7 @@ _ID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _SHARD = rf"0|[1-9][0-9]{{0,{len(str(MAX_SHARDS - 1)) - 1}}}"
 HANDLE_PATTERN = rf"^({_SHARD})\.({_ID})\.([0-9a-f]{{32}})\.([0-9a-f]{{16}})$"
 _HANDLE = re.compile(HANDLE_PATTERN)
-# A move (engine/moves.py) writes a marker in a row's receipt_handle in a handle's place:
+# A move (engine/moves/steps.py) writes a marker in a row's receipt_handle in a handle's place:
 # `moving:<token>:<destination>`, which no handle pattern matches.
 MOVE_MARKER_PREFIX = "moving:"
 NONCE_LENGTH = 32

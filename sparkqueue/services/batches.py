@@ -1,11 +1,11 @@
 """The worker loop's Spark side over one queue.
 
 On a standard queue each batch is claimed in the commit that deletes the last batch (one ask to
-the group committer, so the loops of one driver share their commits: engine/rounds.py), and handed
+the group committer, so the loops of one driver share their commits: engine/rounds/operations.py), and handed
 to the handler as a DataFrame of the claimed rows held by the driver (it never claims again
 however often it is evaluated). FIFO queues and batches over
 EXCHANGE_MAX_BATCH are `receive_df` claims, and the finished batch is deleted before: by its
-claim when the whole batch succeeded (see engine/ranges.py).
+claim when the whole batch succeeded (see engine/frames/ranges.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..engine import acknowledge_df, claim_df, rounds, visibility
 from ..engine.context import QueueContext
+from ..engine.frames import acknowledge_df, claim_df
+from ..engine.messages import visibility
+from ..engine.rounds import operations as rounds
 from ..errors import InvalidParameterValue, ReceiptHandleIsInvalid
 from ..limits import EXCHANGE_MAX_BATCH
 from ..model import MESSAGE_FIELDS, BatchResult, Message

@@ -6,7 +6,7 @@ Two costs it takes off the caller's path, each a commit here:
 - deletes and visibility changes are queued and flushed together every `flush_interval` seconds,
   or at once when `max_pending` are queued, as one `delete_batch` and one
   `change_visibility_batch` (which share commits with the broker's other callers, see
-  engine/group.py).
+  engine/rounds/committer.py).
 
 The trade-offs: prefetched messages count as in flight while they wait in the buffer; a message
 whose remaining timeout fell below `min_visibility_share` of it is not handed out but released
@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from types import FrameType, TracebackType
 
-from ..engine import rounds
 from ..engine.context import QueueContext
+from ..engine.rounds import operations as rounds
 from ..errors import EmptyBatchRequest, InvalidParameterValue, QueueError
 from ..limits import (
     LONG_POLL_INTERVAL_SECONDS,

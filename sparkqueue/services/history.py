@@ -1,13 +1,13 @@
 """`Queue.history`: one message's events across the queues it passed through.
 
 A message keeps its id when the redrive job moves it to a dead-letter queue or a move brings it
-back, so its life is the union of what each queue's table recorded (engine/history.py), followed
+back, so its life is the union of what each queue's table recorded (engine/messages/history.py), followed
 from the queue asked (and its dead-letter queue) along every move out or in."""
 
 from __future__ import annotations
 
 from ..engine.context import QueueContext
-from ..engine.history import events
+from ..engine.messages.history import events
 from ..errors import UnsupportedOperation
 from ..model import MessageEvent
 from ..rules.checks import check_message_id

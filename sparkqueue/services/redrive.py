@@ -1,7 +1,7 @@
 """The redrive job: dead-letter moves, releases, retention, upkeep and metrics, one pass at a time.
 
 A pass runs on the broker's Spark session where it has one (moves at DataFrame scale), and
-otherwise through the native engine (moves of the rows at hand, engine/moves.py): the same steps,
+otherwise through the native engine (moves of the rows at hand, engine/moves/steps.py): the same steps,
 the same rules, the same upkeep on the same cadence (tidy.py) and the same metrics, so a broker
 without Spark, on a local root or object storage, keeps its queues as Spark's job would.
 """
@@ -16,8 +16,6 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_micros
-from ..engine import fifo_queue, inspect
-from ..engine.acknowledge import retire_where
 from ..engine.conditions import (
     all_shards,
     being_moved,
@@ -27,8 +25,11 @@ from ..engine.conditions import (
     spent_tombstone,
 )
 from ..engine.context import QueueContext
-from ..engine.movers import movers
-from ..engine.moves import Moves, StepHook, no_hook
+from ..engine.fifo import operations as fifo_ops
+from ..engine.messages import inspect
+from ..engine.messages.acknowledge import retire_where
+from ..engine.moves.choice import movers
+from ..engine.moves.steps import Moves, StepHook, no_hook
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..model import QueueRedrive, RedriveReport
 from ..rules.expr import col, lit, micros, null, when
@@ -187,7 +188,7 @@ class Redrive:
             )
         if attrs.fifo:  # duplicates go before the tombstones that mark them as duplicates
             step("removing duplicates")
-            fifo_queue.drop_duplicates(self._ctx, record, self._tables)
+            fifo_ops.drop_duplicates(self._ctx, record, self._tables)
         if todo["spent_tombstones"]:  # FIFO deletes and the worker loop's retired batches
             step("removing spent tombstones")
             what = f"removing spent tombstones from {name!r}"

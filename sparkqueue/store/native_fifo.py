@@ -174,7 +174,7 @@ def group_prefixes(
     at: DeltaTable | None = None,
 ) -> list[Row]:
     """Up to `limit` rows a FIFO receive (or move) may take (DataFusion's rendering of
-    engine/fifo.py's `deliverable`): among `living` rows, each group with no `held` row gives its
+    engine/fifo/spark.py's `deliverable`): among `living` rows, each group with no `held` row gives its
     `ok` rows up to its first row that is not; groups in `order` (GROUP_ORDERS), each in sequence
     order, so any limit keeps them prefixes."""
     names = ", ".join(map(quote_name, columns))

@@ -6,7 +6,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from sparkqueue import Broker, spark_session
-from sparkqueue.engine import statement as statement_module
+from sparkqueue.engine.rounds import statement as statement_module
 from sparkqueue.testing import FakeClock
 from tests.integration.sqs_clients import endpoint, json_client
 

@@ -9,7 +9,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from sparkqueue.engine import claim
+from sparkqueue.engine.messages import claim
 from sparkqueue.errors import InvalidParameterValue, OverLimit
 from sparkqueue.limits import IN_FLIGHT_LIMITS
 from tests.integration.conftest import both_engines

@@ -228,7 +228,7 @@ def test_native_operations_continue_after_the_log_is_trimmed(broker, clock):
 
 
 def test_an_idempotent_copy_stays_idempotent_across_a_native_checkpoint(spark, broker, clock):
-    """A move's copy is a Spark write with a txnAppId (moves.py); when delta-rs wrote the newest
+    """A move's copy is a Spark write with a txnAppId (moves/steps.py); when delta-rs wrote the newest
     checkpoint, Spark must still find that id in it and skip the repeated copy."""
     queue = broker.create_queue("copied")
     location = broker.context.record("copied").location

@@ -6,10 +6,10 @@ from __future__ import annotations
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
-from sparkqueue.engine import together
-from sparkqueue.engine.asks import Answer
 from sparkqueue.engine.conditions import is_message
-from sparkqueue.engine.rounds import settle_and_claim
+from sparkqueue.engine.rounds import standard
+from sparkqueue.engine.rounds.operations import settle_and_claim
+from sparkqueue.engine.rounds.requests import Answer
 from sparkqueue.rules import handles
 from sparkqueue.store.spark_exprs import to_column
 from tests.integration.helpers import queue_table
@@ -76,7 +76,7 @@ def test_candidates_won_by_another_receiver_are_left_out(queue, monkeypatch, sta
     queue.send_batch(["a", "b", "c"])
     ctx, record = queue._ctx.quick, queue._ctx.record(queue.name)
     held = exchange(queue, [], 1, 300).claimed
-    real = together.candidates
+    real = standard.candidates
     stolen = []
 
     def raced(*args):
@@ -91,7 +91,7 @@ def test_candidates_won_by_another_receiver_are_left_out(queue, monkeypatch, sta
             )
         return found
 
-    monkeypatch.setattr(together, "candidates", raced)
+    monkeypatch.setattr(standard, "candidates", raced)
     turn = exchange(queue, held, 10, 300)
 
     assert turn.superseded == frozenset()  # the finished message was deleted all the same

@@ -11,7 +11,7 @@ from deltalake import DeltaTable, QueryBuilder
 
 from sparkqueue.attributes import QueueAttributes
 from sparkqueue.engine import conditions
-from sparkqueue.engine.visibility import within_ceiling
+from sparkqueue.engine.messages.visibility import within_ceiling
 from sparkqueue.rules import handles
 from sparkqueue.rules.expr import (
     as_string,

@@ -17,9 +17,10 @@ from pyspark.sql import functions as F
 
 from sparkqueue import Broker
 from sparkqueue.attributes import QueueAttributes
-from sparkqueue.engine import fifo, inspect, send
 from sparkqueue.engine.conditions import alive, claimable, due, in_flight
-from sparkqueue.engine.moves_df import Mover
+from sparkqueue.engine.fifo import spark as spark_fifo
+from sparkqueue.engine.messages import inspect, send
+from sparkqueue.engine.moves.frames import Mover
 from sparkqueue.errors import UnsupportedOperation
 from sparkqueue.rules.deduplication import DEDUPLICATION_COLUMNS, accepted_originals, duplicates
 from sparkqueue.rules.expr import Expr, col
@@ -77,7 +78,7 @@ def test_both_engines_judge_duplicates_and_group_prefixes_alike(spark, table):
     ids = [row["message_id"] for row in ROWS]
     assert accepted_originals(history)[ids[5]] is None  # moved in
     assert sorted(duplicates(history)) == [ids[1], ids[4], ids[6]]
-    assert sorted(fifo.duplicates_in(frame)) == sorted(duplicates(history))  # read by Spark
+    assert sorted(spark_fifo.duplicates_in(frame)) == sorted(duplicates(history))  # read by Spark
     native = NativeTables(PathLayout(table.rsplit("/", 1)[0]), RetryPolicy())
     dups = duplicates(deduplication_history(native, table))
     assert sorted(dups) == sorted(duplicates(history))  # read natively
@@ -87,7 +88,7 @@ def test_both_engines_judge_duplicates_and_group_prefixes_alike(spark, table):
         ok = claimable(NOW, ATTRS) if ok is None else ok
         rule = {"living": living, "ok": ok, "held": in_flight(NOW), "order": order, "salt": "x"}
         natively = group_prefixes(native, table, ["message_id", "group_id"], **rule, limit=100)
-        by_spark = fifo.deliverable(frame, **rule).select("message_id", "group_id").collect()
+        by_spark = spark_fifo.deliverable(frame, **rule).select("message_id", "group_id").collect()
         return [r["message_id"][-2:] for r in natively], [r.message_id[-2:] for r in by_spark]
 
     # a: held; b: up to its delayed row; c: its moved-in row, not its duplicate, up to the row

@@ -8,8 +8,8 @@ import time
 from collections import Counter
 
 from sparkqueue import Broker
-from sparkqueue.engine import together
-from sparkqueue.engine.asks import Ask
+from sparkqueue.engine.rounds import standard
+from sparkqueue.engine.rounds.requests import Ask
 from sparkqueue.rules import handles
 
 from .helpers import run_threads
@@ -38,7 +38,7 @@ def test_one_round_deletes_extends_and_claims_for_several_callers(broker, clock,
         Ask(retire=(stale_ref,)),  # superseded: reported, and the rest still applies
         Ask(wanted=5, timeout=50),
     ]
-    answers = together.run(ctx, record, asks)
+    answers = standard.run(ctx, record, asks)
 
     assert answers[0].superseded == frozenset() and answers[3].superseded == {stale.message_id}
     assert answers[1].changed == {extend_ref.handle: None}
@@ -68,7 +68,7 @@ def test_a_message_deleted_and_extended_in_one_round_is_deleted(broker, statemen
     [held] = queue.receive(1)
     [ref] = parsed(queue, [held])
     ctx = queue._ctx.quick
-    deleted, extended, claimed = together.run(
+    deleted, extended, claimed = standard.run(
         ctx,
         ctx.record(queue.name),
         [Ask(retire=(ref,)), Ask(changes=((ref, 100),)), Ask(wanted=5, timeout=30)],
@@ -182,7 +182,7 @@ def test_a_stale_handle_beside_the_current_one_never_voids_the_delete(broker, cl
     [current] = queue.receive(1)
     ctx = queue._ctx.quick
     [stale_ref, current_ref] = parsed(queue, [stale, current])
-    [answer] = together.run(ctx, ctx.record(queue.name), [Ask(retire=(current_ref, stale_ref))])
+    [answer] = standard.run(ctx, ctx.record(queue.name), [Ask(retire=(current_ref, stale_ref))])
     assert answer.superseded == frozenset()
     assert queue.stats().in_flight == 0 and queue.stats().visible == 0
 

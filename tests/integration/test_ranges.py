@@ -10,7 +10,7 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
-from sparkqueue.engine import ranges
+from sparkqueue.engine.frames import ranges
 from sparkqueue.errors import ReceiptHandleIsInvalid
 from sparkqueue.model import BatchResult
 from sparkqueue.store.transactions import STALE_READ_MARKER

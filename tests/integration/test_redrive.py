@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from sparkqueue import Broker, RedriveReport
-from sparkqueue.engine.movers import movers
+from sparkqueue.engine.moves.choice import movers
 from sparkqueue.errors import (
     InvalidParameterValue,
     QueueDoesNotExist,

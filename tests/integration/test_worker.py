@@ -11,7 +11,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from sparkqueue.engine import acknowledge_df
+from sparkqueue.engine.frames import acknowledge_df
 from sparkqueue.errors import InvalidParameterValue
 from sparkqueue.services import batches
 from sparkqueue.services.sink import write_once

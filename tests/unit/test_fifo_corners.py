@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkqueue.engine.movers import movers
+from sparkqueue.engine.moves.choice import movers
 from sparkqueue.services.redrive import Redrive
 from tests.crashes import Crash, crash_at
 

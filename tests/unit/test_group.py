@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from sparkqueue.engine.group import CommitGroups, GroupCommitter
+from sparkqueue.engine.rounds.committer import CommitGroups, GroupCommitter
 
 
 class Rounds:

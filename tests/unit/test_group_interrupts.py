@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from sparkqueue.engine.group import GroupCommitter
+from sparkqueue.engine.rounds.committer import GroupCommitter
 
 
 @pytest.fixture(autouse=True)

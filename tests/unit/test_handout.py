@@ -1,10 +1,10 @@
-"""When claimed messages become visible again (engine/handout.py), on the broker's clock (no JVM)."""
+"""When claimed messages become visible again (engine/messages/handout.py), on the broker's clock (no JVM)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sparkqueue.engine.handout import Handouts
+from sparkqueue.engine.messages.handout import Handouts
 from sparkqueue.limits import HANDOUT_ALLOWANCE_MAX_SECONDS
 
 T = datetime(2026, 1, 1, tzinfo=UTC)

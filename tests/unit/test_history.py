@@ -14,7 +14,7 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkqueue import Broker, MessageEvent
-from sparkqueue.engine import rounds
+from sparkqueue.engine.rounds import operations as rounds
 from sparkqueue.errors import InvalidParameterValue, QueueDoesNotExist
 from sparkqueue.rules import handles
 from sparkqueue.store import native_history

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from sparkqueue.engine.inflight import InFlightGauge
+from sparkqueue.engine.messages.inflight import InFlightGauge
 from sparkqueue.errors import OverLimit
 
 

@@ -17,7 +17,7 @@ import pytest
 from deltalake import QueryBuilder
 
 from sparkqueue import Broker
-from sparkqueue.engine import rounds
+from sparkqueue.engine.rounds import operations as rounds
 from sparkqueue.errors import (
     InvalidParameterValue,
     ReceiptHandleIsInvalid,
@@ -244,7 +244,7 @@ def test_every_file_the_native_engine_writes_keeps_the_columns_types(broker, clo
 EXCHANGE = """
 import sys
 from sparkqueue import Broker
-from sparkqueue.engine import rounds
+from sparkqueue.engine.rounds import operations as rounds
 from sparkqueue.rules import handles
 
 queue = Broker(None, sys.argv[1]).create_queue("big", visibility_timeout=600)

@@ -17,7 +17,8 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkqueue import Broker
-from sparkqueue.engine import claim, fifo_queue
+from sparkqueue.engine.fifo import operations as fifo_ops
+from sparkqueue.engine.messages import claim
 from sparkqueue.rules import handles
 from sparkqueue.store.native_fifo import append_in_sequence
 from sparkqueue.store.schema import MESSAGE_COLUMNS
@@ -86,7 +87,7 @@ def test_a_claim_that_read_a_group_before_another_took_it_fails_whole(broker, cl
     ctx = broker.context
     record = ctx.record("guarded.fifo")
     now = ctx.now()
-    found = fifo_queue.candidates(ctx, record, now, 10, claim.COLLECTED)
+    found = fifo_ops.candidates(ctx, record, now, 10, claim.COLLECTED)
     assert [row.body for row in found] == ["g-0", "g-1", "g-2"]
     taken = Broker(None, broker.root, clock=clock).get_queue("guarded.fifo").receive(1)
     assert [m.body for m in taken] == ["g-0"]
@@ -162,7 +163,7 @@ def test_producer_processes_on_one_group_keep_its_order(broker):
 
 
 def test_an_append_with_an_app_id_lands_once(broker):
-    """A move's copy repeated after a crash (see engine/moves.py) adds its rows once."""
+    """A move's copy repeated after a crash (see engine/moves/steps.py) adds its rows once."""
     queue = broker.create_queue("moved.fifo", fifo=True)
     record = broker.context.record("moved.fifo")
     queue.send("first", group_id="g", deduplication_id="first")

@@ -13,7 +13,8 @@ import pytest
 from deltalake.exceptions import CommitFailedError
 
 from sparkqueue import Broker
-from sparkqueue.engine import lifecycle, moves
+from sparkqueue.engine import lifecycle
+from sparkqueue.engine.moves import steps
 from sparkqueue.limits import TOMBSTONE_LIFETIME
 from sparkqueue.services.redrive import PassFailed, Redrive, run_schedule
 from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
@@ -158,7 +159,7 @@ def test_a_native_move_goes_in_chunks(broker, clock, monkeypatch):
     """A thousand rows at a time (four here), each chunk its own three steps; a message sent to
     the dead-letter queue itself has no queue to go back to, and stays, without ending the
     move of the others."""
-    monkeypatch.setattr(moves.RowMoves, "chunk", 4)
+    monkeypatch.setattr(steps.RowMoves, "chunk", 4)
     dead = broker.create_queue("many-dlq")
     source = broker.create_queue("many", dead_letter_queue="many-dlq", max_receive_count=1)
     dead.send_batch([f"stray{i}" for i in range(5)])  # sent there directly: no origin

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from sparkqueue import Broker
-from sparkqueue.engine import rounds
-from sparkqueue.engine.statement import ROUND_SOURCE
+from sparkqueue.engine.rounds import operations as rounds
+from sparkqueue.engine.rounds.statement import ROUND_SOURCE
 from sparkqueue.limits import EXCHANGE_UPDATE_MAX_ROWS
 from sparkqueue.rules import handles
 from sparkqueue.rules.expr import col, lit, source
@@ -83,7 +83,7 @@ def test_a_large_round_tells_superseded_handles_and_applies_visibility_changes(b
 CHILD = """
 import json, os, sys, time
 from sparkqueue import Broker
-from sparkqueue.engine import rounds
+from sparkqueue.engine.rounds import operations as rounds
 from sparkqueue.rules import handles
 
 queue = Broker(None, sys.argv[1]).get_queue("shared")

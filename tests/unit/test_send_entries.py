@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sparkqueue.attributes import QueueAttributes
-from sparkqueue.engine.send import normalize_entry
-from sparkqueue.engine.send_df import invalid_row_problem
+from sparkqueue.engine.frames.send_df import invalid_row_problem
+from sparkqueue.engine.messages.send import normalize_entry
 from sparkqueue.errors import InvalidParameterValue, MissingParameter
 from sparkqueue.rules.ids import content_deduplication_id
 

@@ -3,7 +3,7 @@
 A table the native engine numbers (store/native_fifo.py) is served by delta-rs where the broker
 has it: sends append in sequence, receives take group prefixes with one DataFusion query. A
 row-tracking table (or any FIFO table on a broker without the native engine) is read by Spark
-(fifo.py). Either way every read goes through one `FifoSnapshot`: the table at one version, its
+(fifo/spark.py). Either way every read goes through one `FifoSnapshot`: the table at one version, its
 never-delivered duplicates judged on those very rows by rules/deduplication.py (in Python, for
 both engines) and left out of everything it reads. The rules are the same expressions
 (conditions.py) whichever engine renders them.
@@ -16,30 +16,30 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..model import SentMessage
-from ..rules.deduplication import duplicates, sent_answers
-from ..rules.expr import Expr, col, null, when
-from ..store.native_fifo import FULLEST
-from ..store.registry import QueueRecord
-from ..store.schema import MESSAGE_COLUMNS
-from ..store.statements import Row, Tables
-from .conditions import alive, claimable, in_flight, is_message, not_duplicate, tombstone_values
-from .context import QueueContext
+from ...model import SentMessage
+from ...rules.deduplication import duplicates, sent_answers
+from ...rules.expr import Expr, col, null, when
+from ...store.native_fifo import FULLEST
+from ...store.registry import QueueRecord
+from ...store.schema import MESSAGE_COLUMNS
+from ...store.statements import Row, Tables
+from ..conditions import alive, claimable, in_flight, is_message, not_duplicate, tombstone_values
+from ..context import QueueContext
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from ..store.native_tables import NativeTables
+    from ...store.native_tables import NativeTables
 
 
 def send(ctx: QueueContext, record: QueueRecord, rows: list[dict[str, Any]]) -> list[SentMessage]:
     """Writes a FIFO send's rows in entry order, in one commit; returns what each answers (a
     duplicate: the id and sequence number of the message it repeats)."""
     if not ctx.sequenced(record):
-        from .send_df import send_fifo_rows
+        from ..frames.send_df import send_fifo_rows
 
         return send_fifo_rows(ctx, record, rows)
-    from ..store.native_fifo import append_in_sequence, deduplication_history, home_shard
+    from ...store.native_fifo import append_in_sequence, deduplication_history, home_shard
 
     native = ctx.native_writer(record)
     shards = record.attributes.shards
@@ -61,16 +61,16 @@ class FifoSnapshot:
         self._record = record
         self._native = None if in_spark else reader(ctx, record)
         if self._native is not None:
-            from ..store.native_fifo import deduplication_history
+            from ...store.native_fifo import deduplication_history
 
             self._at = self._native.open(record.location)
             history = deduplication_history(self._native, record.location, at=self._at)
             self.duplicates = duplicates(history)
         else:  # Spark reads either kind (the statements after it say who may write)
-            from . import fifo
+            from . import spark as spark_fifo
 
-            self._frame = fifo.pinned(ctx, record)
-            self.duplicates = fifo.duplicates_in(self._frame)
+            self._frame = spark_fifo.pinned(ctx, record)
+            self.duplicates = spark_fifo.duplicates_in(self._frame)
         self.kept = not_duplicate(self.duplicates)
 
     def prefixes(
@@ -86,11 +86,11 @@ class FifoSnapshot:
         """Up to `limit` rows a receive (`ok`: claimable) or a move may take: whole group
         prefixes of living messages, groups with a message in flight left out, in `order`."""
         if self._native is None:
-            from ..store.spark_tables import collect_rows
+            from ...store.spark_tables import collect_rows
 
             chosen = self.deliverable(now=now, ok=ok, order=order, salt=salt, limit=limit)
             return collect_rows(chosen, columns)
-        from ..store.native_fifo import group_prefixes
+        from ...store.native_fifo import group_prefixes
 
         return group_prefixes(
             self._native,
@@ -110,7 +110,7 @@ class FifoSnapshot:
     ) -> DataFrame:
         """`prefixes` as a Spark DataFrame, for claims and moves at DataFrame scale (a snapshot
         read `in_spark`)."""
-        from .fifo import deliverable
+        from .spark import deliverable
 
         assert self._native is None, "a DataFrame needs a snapshot read in Spark"
         living = alive(now, self._record.attributes) & self.kept
@@ -131,7 +131,7 @@ class FifoSnapshot:
         counts = {name: kept & condition for name, condition in counts.items()}
         least = {name: when([(kept, value)], null("long")) for name, value in least.items()}
         if self._native is None:
-            from ..store.spark_tables import aggregate_frame
+            from ...store.spark_tables import aggregate_frame
 
             return aggregate_frame(self._frame, counts, least)
         return self._native.aggregate(self._record.location, counts, least, at=self._at)
@@ -140,8 +140,8 @@ class FifoSnapshot:
         self, columns: Sequence[str], where: Expr, *, order_by: Sequence[str], limit: int
     ) -> list[Row]:
         if self._native is None:
-            from ..store.spark_exprs import to_column
-            from ..store.spark_tables import collect_rows
+            from ...store.spark_exprs import to_column
+            from ...store.spark_tables import collect_rows
 
             chosen = self._frame.where(to_column(where & self.kept)).orderBy(*order_by)
             return collect_rows(chosen.limit(limit), columns)
@@ -158,7 +158,7 @@ class FifoSnapshot:
         """The shards holding rows that meet `where` (the native engine's tables), so a change
         names them literally and conflicts only there."""
         assert self._native is not None, "Spark's changes are keyed by a pinned source"
-        from ..store.native_fifo import shards_holding
+        from ...store.native_fifo import shards_holding
 
         return shards_holding(self._native, self._record.location, where, at=self._at)
 
@@ -166,7 +166,7 @@ class FifoSnapshot:
         """The highest sequence number at this version (the native engine's tables): every row
         committed later has a higher one."""
         assert self._native is not None, "Spark's tables are bounded by a pinned source"
-        from ..store.native_fifo import last_sequence
+        from ...store.native_fifo import last_sequence
 
         return last_sequence(self._native, self._record.location, at=self._at)
 
@@ -174,7 +174,7 @@ class FifoSnapshot:
 def candidates(
     ctx: QueueContext, record: QueueRecord, now: datetime, wanted: int, columns: Sequence[str]
 ) -> list[Row]:
-    """Up to `wanted` rows a FIFO receive may claim: whole group prefixes (see fifo.py), as many
+    """Up to `wanted` rows a FIFO receive may claim: whole group prefixes (see fifo/spark.py), as many
     of one group as it has first (as SQS), groups of one length in an order of this receive's
     own, so concurrent receivers start on different groups."""
     return FifoSnapshot(ctx, record).prefixes(
@@ -221,12 +221,12 @@ def retire(ctx: QueueContext, record: QueueRecord, rule: Expr, what: str) -> int
 
     The duplicates are judged on one snapshot, and only rows of that snapshot change: natively
     by an UPDATE bounded by its highest sequence number (rows committed later number higher);
-    in Spark by fifo.retire's MERGE from that version."""
+    in Spark by spark_fifo.retire's MERGE from that version."""
     native = reader(ctx, record)
     if native is None:
-        from . import fifo
+        from . import spark as spark_fifo
 
-        return fifo.retire(ctx, record, rule, tombstone_values(), what)
+        return spark_fifo.retire(ctx, record, rule, tombstone_values(), what)
     location = record.location
 
     def attempt() -> int:

@@ -37,21 +37,21 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..attributes import QueueAttributes
-from ..model import SentMessage
-from ..rules.deduplication import DEDUPLICATION_COLUMNS, duplicates, sent_answers
-from ..rules.expr import Expr
-from ..store.native_fifo import FULLEST, OLDEST, append_in_sequence
-from ..store.native_fifo import home_shard as group_shard
-from ..store.registry import QueueRecord
-from ..store.schema import MESSAGE_COLUMNS
-from ..store.spark_exprs import to_column
-from ..store.spark_tables import collect_rows
-from .conditions import not_duplicate
+from ...attributes import QueueAttributes
+from ...model import SentMessage
+from ...rules.deduplication import DEDUPLICATION_COLUMNS, duplicates, sent_answers
+from ...rules.expr import Expr
+from ...store.native_fifo import FULLEST, OLDEST, append_in_sequence
+from ...store.native_fifo import home_shard as group_shard
+from ...store.registry import QueueRecord
+from ...store.schema import MESSAGE_COLUMNS
+from ...store.spark_exprs import to_column
+from ...store.spark_tables import collect_rows
+from ..conditions import not_duplicate
 
 if TYPE_CHECKING:
-    from ..store.native_tables import NativeTables
-    from .context import QueueContext
+    from ...store.native_tables import NativeTables
+    from ..context import QueueContext
 
 ENTRY_ORDER = "_entry"  # a send's own row order, used once to lay its rows out in the file
 
@@ -178,7 +178,7 @@ def retire(
     no duplicate become `values` (a tombstone), by a MERGE whose source is that version's rows
     (Delta row ids cannot bound an UPDATE). A row committed later is never in the source, so a
     duplicate sent meanwhile is never made a tombstone as if it were an accepted send."""
-    from .merges import keyed_merge
+    from ..frames.id_merges import keyed_merge
 
     storage = ctx.storage
     t = storage.target_prefix(record.location)

@@ -5,16 +5,16 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..errors import InvalidParameterValue, ReceiptHandleIsInvalid
-from ..model import BatchResult
-from ..rules import handles
-from ..store.registry import QueueRecord
-from ..store.spark_exprs import to_column
+from ...errors import InvalidParameterValue, ReceiptHandleIsInvalid
+from ...model import BatchResult
+from ...rules import handles
+from ...store.registry import QueueRecord
+from ...store.spark_exprs import to_column
+from ..conditions import tombstone_values
+from ..context import QueueContext
+from ..messages.acknowledge import present
 from . import ranges
-from .acknowledge import present
-from .conditions import tombstone_values
-from .context import QueueContext
-from .merges import keyed_merge
+from .id_merges import keyed_merge
 from .ranges import RangeClaim
 
 
@@ -22,7 +22,7 @@ def delete_df(ctx: QueueContext, name: str, df: DataFrame) -> BatchResult:
     """Deletes the messages whose handles are in `df.receipt_handle`, in one transaction.
 
     The very DataFrame a standard queue's `receive_df` returned is deleted by its claim, with no
-    join (see ranges.py); any other goes handle by handle."""
+    join (see frames/ranges.py); any other goes handle by handle."""
     record = ctx.record(name)
     claim = ranges.claim_of(ctx.range_claims, df, record.location)
     if claim is not None:

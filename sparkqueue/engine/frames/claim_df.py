@@ -2,7 +2,7 @@
 
 The claimed rows are first staged in the queue's claims table (partitioned by claim id), then
 applied to the queue; the DataFrame returned reads the stage, so evaluating it again never claims
-again. A standard queue claims by range, one UPDATE on literal predicates (see ranges.py); a FIFO
+again. A standard queue claims by range, one UPDATE on literal predicates (see frames/ranges.py); a FIFO
 queue applies its group prefixes with one MERGE that fails whole if any row changed (see fifo.py),
 and rows another receiver claimed first are trimmed from the stage.
 """
@@ -15,22 +15,22 @@ from datetime import datetime, timedelta
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ..errors import TransactionConflict
-from ..model import MESSAGE_FIELDS
-from ..rules import handles
-from ..rules.expr import col
-from ..store.dml import in_list
-from ..store.native_fifo import FULLEST
-from ..store.registry import QueueRecord
-from ..store.schema import CLAIMS_PARTITIONING, QUEUE_TABLE_PROPERTIES
-from ..store.spark_exprs import to_column
-from ..store.spark_schema import CLAIMS_SCHEMA
+from ...errors import TransactionConflict
+from ...model import MESSAGE_FIELDS
+from ...rules import handles
+from ...rules.expr import col
+from ...store.dml import in_list
+from ...store.native_fifo import FULLEST
+from ...store.registry import QueueRecord
+from ...store.schema import CLAIMS_PARTITIONING, QUEUE_TABLE_PROPERTIES
+from ...store.spark_exprs import to_column
+from ...store.spark_schema import CLAIMS_SCHEMA
+from ..conditions import claimable
+from ..context import QueueContext
+from ..fifo.operations import FifoSnapshot
+from ..messages.claim import claim_values, count_in_flight
 from . import ranges
-from .claim import claim_values, count_in_flight
-from .conditions import claimable
-from .context import QueueContext
-from .fifo_queue import FifoSnapshot
-from .merges import claim_update, keyed_merge
+from .id_merges import claim_update, keyed_merge
 from .ranges import RangeClaim
 
 _APPLIED = (
@@ -211,7 +211,7 @@ class _Claim:
             {**self.values, "receipt_handle": self._handle()},
         )
         # Only when no other commit came between the read and this one does an equal count
-        # prove the UPDATE claimed exactly the staged rows (see ranges.py): settle() checks.
+        # prove the UPDATE claimed exactly the staged rows (see frames/ranges.py): settle() checks.
         self._proof = (counts.all_of(claim.count), before)
 
     def _stage_lowest(

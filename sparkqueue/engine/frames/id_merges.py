@@ -9,12 +9,12 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ..attributes import QueueAttributes
-from ..store.dml import Merge, in_list
-from ..store.registry import QueueRecord
-from ..store.spark_exprs import to_column, unless_stale_column
-from .conditions import claimable
-from .context import QueueContext
+from ...attributes import QueueAttributes
+from ...store.dml import Merge, in_list
+from ...store.registry import QueueRecord
+from ...store.spark_exprs import to_column, unless_stale_column
+from ..conditions import claimable
+from ..context import QueueContext
 
 
 def keyed_merge(

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from ..model import PEEK_FIELDS
-from ..store.registry import QueueRecord
-from ..store.spark_exprs import to_column
-from . import fifo
-from .conditions import claimable, not_duplicate
-from .context import QueueContext
+from ...model import PEEK_FIELDS
+from ...store.registry import QueueRecord
+from ...store.spark_exprs import to_column
+from ..conditions import claimable, not_duplicate
+from ..context import QueueContext
+from ..fifo import spark as spark_fifo
 
 
 def peek_df(ctx: QueueContext, record: QueueRecord, max_messages: int) -> DataFrame:
     """Visible messages, oldest first, read without claiming them."""
     visible = claimable(ctx.now(), record.attributes)
     if record.attributes.fifo:  # without never-delivered duplicates, judged on the rows read
-        table = fifo.pinned(ctx, record)
-        visible = visible & not_duplicate(fifo.duplicates_in(table))
+        table = spark_fifo.pinned(ctx, record)
+        visible = visible & not_duplicate(spark_fifo.duplicates_in(table))
     else:
         table = ctx.read(record)
     return (

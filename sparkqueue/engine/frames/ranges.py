@@ -25,11 +25,11 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ..rules import handles
-from ..rules.expr import col
-from ..store.dml import in_list
-from ..store.spark_exprs import to_column
-from ..store.storage import Storage
+from ...rules import handles
+from ...rules.expr import col
+from ...store.dml import in_list
+from ...store.spark_exprs import to_column
+from ...store.storage import Storage
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Sending from Spark: `send_df`'s rows checked and written in one commit, and sends to FIFO
-tables numbered by Delta row ids (which only Spark writes; see fifo.py)."""
+tables numbered by Delta row ids (which only Spark writes; see fifo/spark.py)."""
 
 from __future__ import annotations
 
@@ -18,20 +18,20 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from ..attributes import QueueAttributes
-from ..clock import to_micros
-from ..errors import InvalidParameterValue
-from ..limits import MAX_DELAY_SECONDS
-from ..model import SentMessage
-from ..rules.checks import check_int
-from ..rules.ids import message_id_column
-from ..rules.validation import check_fifo_options, row_problem_column
-from ..store.registry import QueueRecord
-from ..store.schema import QUEUE_WRITE_OPTIONS
-from ..store.spark_schema import ATTRIBUTES_TYPE, MESSAGE_SCHEMA
-from . import fifo
-from .context import QueueContext
-from .fifo import ENTRY_ORDER, deduplication_column, home_shard, in_entry_order
+from ...attributes import QueueAttributes
+from ...clock import to_micros
+from ...errors import InvalidParameterValue
+from ...limits import MAX_DELAY_SECONDS
+from ...model import SentMessage
+from ...rules.checks import check_int
+from ...rules.ids import message_id_column
+from ...rules.validation import check_fifo_options, row_problem_column
+from ...store.registry import QueueRecord
+from ...store.schema import QUEUE_WRITE_OPTIONS
+from ...store.spark_schema import ATTRIBUTES_TYPE, MESSAGE_SCHEMA
+from ..context import QueueContext
+from ..fifo import spark as spark_fifo
+from ..fifo.spark import ENTRY_ORDER, deduplication_column, home_shard, in_entry_order
 
 INVALID_ROW_MARKER = "sparkqueue: invalid send_df row: "
 
@@ -169,7 +169,7 @@ def send_fifo_rows(
         record.location, frame, f"sending to {record.name!r}", options=QUEUE_WRITE_OPTIONS
     )
     sent = {row["message_id"]: row["deduplication_id"] for row in rows}
-    originals = fifo.originals(ctx.read(record), sent)
+    originals = spark_fifo.originals(ctx.read(record), sent)
     return [originals[row["message_id"]] for row in rows]
 
 
@@ -202,7 +202,7 @@ def send_df(
     what = f"send_df to {record.name!r}"
     try:
         if ctx.sequenced(record):
-            return fifo.append_frame(ctx.native_writer(record), record, rows, what)
+            return spark_fifo.append_frame(ctx.native_writer(record), record, rows, what)
         if record.attributes.fifo:
             rows = in_entry_order(rows)
         written = ctx.storage.append(

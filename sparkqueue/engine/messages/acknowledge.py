@@ -1,5 +1,5 @@
 """Deleting messages: received ones by receipt handle, one or a batch (a whole DataFrame of them:
-acknowledge_df.py), and any that meet a rule (a purge, retention: `retire_where`).
+frames/acknowledge_df.py), and any that meet a rule (a purge, retention: `retire_where`).
 
 Only a row that still holds the given handle is deleted (FIFO: turned into a deduplication
 tombstone); a handle superseded by a later receive or a release deletes nothing.
@@ -7,13 +7,13 @@ tombstone); a handle superseded by a later receive or a release deletes nothing.
 
 from __future__ import annotations
 
-from ..rules.expr import Expr, col
-from ..rules.handles import HandleRef
-from ..store.registry import QueueRecord
-from ..store.statements import Tables
-from . import fifo_queue
-from .conditions import retire
-from .context import QueueContext
+from ...rules.expr import Expr, col
+from ...rules.handles import HandleRef
+from ...store.registry import QueueRecord
+from ...store.statements import Tables
+from ..conditions import retire
+from ..context import QueueContext
+from ..fifo import operations as fifo_ops
 
 
 def retire_where(
@@ -21,9 +21,9 @@ def retire_where(
 ) -> int:
     """Lets go of every message meeting `rule`, as its own transaction through `tables`; how
     many. A standard queue deletes them; a FIFO queue leaves tombstones of its accepted sends
-    and never of a duplicate (fifo_queue.retire says why)."""
+    and never of a duplicate (fifo_ops.retire says why)."""
     if record.attributes.fifo:
-        return fifo_queue.retire(ctx, record, rule, what)
+        return fifo_ops.retire(ctx, record, rule, what)
     return tables.change_where(record.location, rule, what)
 
 

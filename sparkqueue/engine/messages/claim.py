@@ -4,7 +4,7 @@ A claim is one UPDATE of the candidates still as they were read, pruned to liter
 count says whether every claim won, else the handles the table then holds say which did. On a FIFO
 queue the UPDATE fails whole if any claimed row changed, so that no group is ever half-claimed
 (see fifo.py). Every statement is built from the rules' expressions and run by the queue's engine
-(`QueueContext.tables_for`); a FIFO queue's candidates are group prefixes (fifo_queue.py).
+(`QueueContext.tables_for`); a FIFO queue's candidates are group prefixes (fifo/operations.py).
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from __future__ import annotations
 import random
 from datetime import datetime
 
-from ..attributes import QueueAttributes
-from ..limits import DEEP_SHARD_ROWS
-from ..model import Message
-from ..rules import handles
-from ..rules.expr import Call, Expr, any_of, coalesce, col, lit
-from ..store.registry import QueueRecord
-from ..store.statements import Row
-from . import fifo_queue
-from .conditions import claimable, in_flight
-from .context import QueueContext
+from ...attributes import QueueAttributes
+from ...limits import DEEP_SHARD_ROWS
+from ...model import Message
+from ...rules import handles
+from ...rules.expr import Call, Expr, any_of, coalesce, col, lit
+from ...store.registry import QueueRecord
+from ...store.statements import Row
+from ..conditions import claimable, in_flight
+from ..context import QueueContext
+from ..fifo import operations as fifo_ops
 
 COLLECTED = ("shard", "message_id", "body", "attributes", "group_id", "deduplication_id",
              "sequence_number", "receive_count", "attribute_types", "sent_at",
@@ -90,7 +90,7 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     attrs = record.attributes
     tables, location = ctx.tables_for(record), record.location
     if attrs.fifo:  # group prefixes, groups in an order of this receive's own
-        return fifo_queue.candidates(ctx, record, now, wanted, COLLECTED)
+        return fifo_ops.candidates(ctx, record, now, wanted, COLLECTED)
     visible = claimable(now, attrs)
     first = random.randrange(attrs.shards)
     in_first, others = visible & (col("shard") == first), visible & (col("shard") != first)

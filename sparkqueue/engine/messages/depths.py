@@ -1,13 +1,13 @@
 """Whether a queue is deep: a broker's memory, per queue table, of whether one shard held enough
 for its last claim (then a receive reads that shard's first rows in file order, without sorting
-them: claim.py)."""
+them: messages/claim.py)."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from ..limits import DEPTH_CHECK_SECONDS
+from ...limits import DEPTH_CHECK_SECONDS
 
 
 class ShardDepths:

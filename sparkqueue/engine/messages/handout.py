@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from datetime import datetime, timedelta
 
-from ..limits import HANDOUT_ALLOWANCE_MAX_SECONDS
+from ...limits import HANDOUT_ALLOWANCE_MAX_SECONDS
 
 
 class Handouts:

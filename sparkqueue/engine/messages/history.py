@@ -3,7 +3,7 @@
 The rule is written once, on two successive states of the row (store/native_history.py reads
 them): what changed between them is what happened. A receive raises the receive count, a change
 of visibility moves `visible_at` under the same handle, the redrive job's release drops the
-handle, a move marks the row (`moving:<token>:<queue>`, moves.py) before it leaves, and a row that
+handle, a move marks the row (`moving:<token>:<queue>`, moves/steps.py) before it leaves, and a row that
 leaves otherwise expired if its retention had run out by the commit's time and no consumer held it
 (past_retention in conditions.py; the redrive job's clock is a wall clock, as the commit's), else
 was deleted (by its consumer, or a purge)."""
@@ -15,11 +15,11 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from ..attributes import QueueAttributes
-from ..model import MessageEvent
-from ..rules.handles import MOVE_MARKER_PREFIX
-from ..store.native_history import RowState
-from .conditions import TOMBSTONE_SHARD
+from ...attributes import QueueAttributes
+from ...model import MessageEvent
+from ...rules.handles import MOVE_MARKER_PREFIX
+from ...store.native_history import RowState
+from ..conditions import TOMBSTONE_SHARD
 
 
 def events(

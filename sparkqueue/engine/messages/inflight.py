@@ -12,8 +12,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import OverLimit
-from ..limits import IN_FLIGHT_LIMITS, IN_FLIGHT_RECOUNT_SECONDS, IN_FLIGHT_RECOUNT_SHARE
+from ...errors import OverLimit
+from ...limits import IN_FLIGHT_LIMITS, IN_FLIGHT_RECOUNT_SECONDS, IN_FLIGHT_RECOUNT_SHARE
 
 
 class InFlightGauge:

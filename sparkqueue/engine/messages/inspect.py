@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..clock import to_micros
-from ..model import PEEK_FIELDS, QueueStats
-from ..rules.expr import col, micros, null, when
-from ..store.registry import QueueRecord
-from ..store.statements import Row
-from . import fifo_queue
+from ...clock import to_micros
+from ...model import PEEK_FIELDS, QueueStats
+from ...rules.expr import col, micros, null, when
+from ...store.registry import QueueRecord
+from ...store.statements import Row
+from ..conditions import alive, awaiting_dead_letter, claimable, due, is_message
+from ..context import QueueContext
+from ..fifo import operations as fifo_ops
 from .acknowledge import retire_where
-from .conditions import alive, awaiting_dead_letter, claimable, due, is_message
-from .context import QueueContext
 
 
 def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
@@ -31,7 +31,7 @@ def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
     }
     oldest: Any = {"oldest_us": when([(living, micros(col("sent_at")))], null("long"))}
     if attrs.fifo:  # without never-delivered duplicates
-        row = fifo_queue.counted(ctx, record, counts, oldest)
+        row = fifo_ops.counted(ctx, record, counts, oldest)
     else:
         row = ctx.tables.aggregate(record.location, counts, oldest)
     oldest = row["oldest_us"]
@@ -53,7 +53,7 @@ def peek(
     visible = claimable(ctx.now(), record.attributes)
     tables = ctx.tables_for(record)  # says so when the broker cannot serve the queue
     if record.attributes.fifo:
-        return fifo_queue.peek(ctx, record, visible, PEEK_FIELDS, max_messages)
+        return fifo_ops.peek(ctx, record, visible, PEEK_FIELDS, max_messages)
     return tables.select(
         record.location,
         PEEK_FIELDS,
@@ -72,5 +72,5 @@ def purge(ctx: QueueContext, record: QueueRecord) -> int:
     tables = ctx.tables_for(record)
     purged = retire_where(ctx, tables, record, is_message(), f"purging {record.name!r}")
     if record.attributes.fifo:
-        fifo_queue.drop_duplicates(ctx, record, tables)
+        fifo_ops.drop_duplicates(ctx, record, tables)
     return purged

@@ -1,5 +1,5 @@
 """Sending: user input validated into message rows, then written in one commit per call (a blind
-append on standard queues; FIFO: see fifo_queue.py)."""
+append on standard queues; FIFO: see fifo/operations.py)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from ..attributes import QueueAttributes
-from ..clock import to_micros
-from ..errors import EmptyBatchRequest, InvalidParameterValue
-from ..limits import (
+from ...attributes import QueueAttributes
+from ...clock import to_micros
+from ...errors import EmptyBatchRequest, InvalidParameterValue
+from ...limits import (
     MAX_DELAY_SECONDS,
     SEND_ROUND_MAX_BYTES,
     SEND_ROUND_MAX_ROWS,
     SPREAD_SEND_ROWS,
 )
-from ..model import SentMessage
-from ..rules.checks import check_int, check_list
-from ..rules.ids import content_deduplication_id, new_message_id
-from ..rules.validation import (
+from ...model import SentMessage
+from ...rules.checks import check_int, check_list
+from ...rules.ids import content_deduplication_id, new_message_id
+from ...rules.validation import (
     check_attribute_types,
     check_attributes,
     check_fifo_options,
@@ -30,10 +30,10 @@ from ..rules.validation import (
     check_text,
     message_size,
 )
-from ..store.registry import QueueRecord
-from ..store.schema import MESSAGE_COLUMNS
-from . import fifo_queue
-from .context import QueueContext
+from ...store.registry import QueueRecord
+from ...store.schema import MESSAGE_COLUMNS
+from ..context import QueueContext
+from ..fifo import operations as fifo_ops
 
 ENTRY_KEYS = (
     "body", "delay_seconds", "attributes", "group_id", "deduplication_id", "attribute_types"
@@ -117,7 +117,7 @@ def send_entries(
     message it repeats) and, on FIFO queues, the sequence numbers the commit gave them.
 
     A standard queue's sends from concurrent callers of one broker share commits (a round of
-    the queue's send committer, see group.py): one append carries every caller's rows, each
+    the queue's send committer, see rounds/committer.py): one append carries every caller's rows, each
     caller's in one shard, so a producer's send waits for no other producer's commit."""
     now = ctx.now()
     micros = to_micros(now)
@@ -131,7 +131,7 @@ def send_entries(
         for entry, shard in zip(entries, shards_of(len(entries), record.attributes.shards), strict=True)
     ]  # fmt: skip
     if record.attributes.fifo:
-        return fifo_queue.send(ctx, record, rows)
+        return fifo_ops.send(ctx, record, rows)
     committer = ctx.commits.of(f"{record.location}#sends", _fitting)
     return committer.submit(rows, lambda sends: _append_round(ctx, record, sends))
 
@@ -139,7 +139,7 @@ def send_entries(
 def shards_of(count: int, shards: int) -> list[int]:
     """The shard of each of a send's `count` rows: one random shard, or (SPREAD_SEND_ROWS rows
     or more) consecutive runs of about count / shards rows on every shard, from a random one.
-    FIFO rows go to their group's shard instead (fifo_queue.send)."""
+    FIFO rows go to their group's shard instead (fifo_ops.send)."""
     first = random.randrange(shards)
     if count < SPREAD_SEND_ROWS:
         return [first] * count

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ..errors import (
+from ...errors import (
     InvalidParameterValue,
     MessageNotInflight,
     QueueError,
     ReceiptHandleIsInvalid,
 )
-from ..limits import MAX_VISIBILITY_SECONDS
-from ..rules import handles
-from ..rules.expr import Expr, col, lit, micros, when
-from ..rules.handles import HandleRef
-from ..store.registry import QueueRecord
-from .conditions import being_moved, in_flight
-from .context import QueueContext
+from ...limits import MAX_VISIBILITY_SECONDS
+from ...rules import handles
+from ...rules.expr import Expr, col, lit, micros, when
+from ...rules.handles import HandleRef
+from ...store.registry import QueueRecord
+from ..conditions import being_moved, in_flight
+from ..context import QueueContext
 
 Outcomes = dict[str, QueueError | None]  # receipt handle -> its error, or None when it applied
 

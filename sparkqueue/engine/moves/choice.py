@@ -1,18 +1,18 @@
-"""Which moves a broker makes (moves.py): Spark's, at DataFrame scale, where it has a session;
+"""Which moves a broker makes (moves/steps.py): Spark's, at DataFrame scale, where it has a session;
 else the rows at hand through the native engine."""
 
 from __future__ import annotations
 
-from ..errors import InvalidParameterValue, QueueDoesNotExist
-from ..store.registry import QueueRecord
-from .context import QueueContext
-from .moves import Moves, RowMoves, StepHook, no_hook
+from ...errors import InvalidParameterValue, QueueDoesNotExist
+from ...store.registry import QueueRecord
+from ..context import QueueContext
+from .steps import Moves, RowMoves, StepHook, no_hook
 
 
 def movers(ctx: QueueContext, on_step: StepHook = no_hook) -> Moves:
     if ctx.bulk is None:
         return RowMoves(ctx, on_step)
-    from .moves_df import Mover  # Spark's: loaded only where a session is
+    from .frames import Mover  # Spark's: loaded only where a session is
 
     return Mover(ctx, on_step)
 

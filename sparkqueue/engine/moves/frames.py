@@ -1,4 +1,4 @@
-"""Moves at DataFrame scale: the three steps of moves.py read and copied by Spark (the redrive
+"""Moves at DataFrame scale: the three steps of moves/steps.py read and copied by Spark (the redrive
 job's dead-letter moves and `start_message_move` on a broker with a Spark session)."""
 
 from __future__ import annotations
@@ -7,19 +7,19 @@ from datetime import datetime
 
 from pyspark.sql import functions as F
 
-from ..rules.expr import Expr
-from ..store.dml import in_list
-from ..store.native_fifo import OLDEST
-from ..store.registry import QueueRecord
-from ..store.spark_exprs import to_column, unless_stale_column
-from ..store.spark_schema import MESSAGE_SCHEMA
-from ..store.spark_tables import collect_rows, write_options
-from ..store.statements import Row
-from . import fifo
-from .context import QueueContext
-from .fifo import ENTRY_ORDER, home_shard, in_entry_order
-from .fifo_queue import FifoSnapshot
-from .moves import MOVE_ORDER, Marking, Moves, StepHook, arrival_values, hold_values, no_hook
+from ...rules.expr import Expr
+from ...store.dml import in_list
+from ...store.native_fifo import OLDEST
+from ...store.registry import QueueRecord
+from ...store.spark_exprs import to_column, unless_stale_column
+from ...store.spark_schema import MESSAGE_SCHEMA
+from ...store.spark_tables import collect_rows, write_options
+from ...store.statements import Row
+from ..context import QueueContext
+from ..fifo import spark as spark_fifo
+from ..fifo.operations import FifoSnapshot
+from ..fifo.spark import ENTRY_ORDER, home_shard, in_entry_order
+from .steps import MOVE_ORDER, Marking, Moves, StepHook, arrival_values, hold_values, no_hook
 
 
 class Mover(Moves):
@@ -120,7 +120,7 @@ class Mover(Moves):
         what = f"moving messages from {source.name!r} to {target.name!r}"
         if self._ctx.sequenced(target):  # numbered by the native engine, once per marker
             native = self._ctx.native_writer(target)
-            fifo.append_frame(native, target, rows, what, app_id=marker)
+            spark_fifo.append_frame(native, target, rows, what, app_id=marker)
             return
         rows = in_entry_order(rows) if ordered else rows.drop(ENTRY_ORDER)
         self._storage.append(target.location, rows, what, options=write_options(marker))

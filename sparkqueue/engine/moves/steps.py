@@ -17,7 +17,7 @@ Delta remembers write ids for `delta.setTransactionRetentionDuration` (7 days on
 far longer than the minute between redrive passes that finish interrupted moves.
 
 `Moves` holds the steps' order and what they write; how rows are read and copied is either
-Spark's, at DataFrame scale (moves_df.py), or `RowMoves` below: rows at hand through the
+Spark's, at DataFrame scale (moves/frames.py), or `RowMoves` below: rows at hand through the
 native engine, for brokers without Spark.
 """
 
@@ -30,20 +30,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..errors import QueueDoesNotExist, UnsupportedOperation
-from ..limits import MAX_RECEIVE_DF, MOVE_HOLD
-from ..rules import handles
-from ..rules.expr import Expr, col, lit, null
-from ..rules.handles import MOVE_MARKER_PREFIX
-from ..store.native_fifo import OLDEST, append_in_sequence
-from ..store.native_fifo import home_shard as group_shard
-from ..store.registry import QueueRecord
-from ..store.schema import MESSAGE_COLUMNS
-from ..store.statements import Row
-from .claim import as_read, unless_stale
-from .conditions import alive, being_moved, due, is_message, retire
-from .context import QueueContext
-from .fifo_queue import FifoSnapshot
+from ...errors import QueueDoesNotExist, UnsupportedOperation
+from ...limits import MAX_RECEIVE_DF, MOVE_HOLD
+from ...rules import handles
+from ...rules.expr import Expr, col, lit, null
+from ...rules.handles import MOVE_MARKER_PREFIX
+from ...store.native_fifo import OLDEST, append_in_sequence
+from ...store.native_fifo import home_shard as group_shard
+from ...store.registry import QueueRecord
+from ...store.schema import MESSAGE_COLUMNS
+from ...store.statements import Row
+from ..conditions import alive, being_moved, due, is_message, retire
+from ..context import QueueContext
+from ..fifo.operations import FifoSnapshot
+from ..messages.claim import as_read, unless_stale
 
 log = logging.getLogger(__name__)
 

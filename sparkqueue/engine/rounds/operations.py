@@ -1,10 +1,10 @@
-"""Single-message operations through the queue's group committer (see group.py).
+"""Single-message operations through the queue's group committer (see rounds/committer.py).
 
 Each receive, delete, visibility change, heartbeat extension and worker-loop exchange becomes an
 `Ask`; the asks that meet in one round share one commit. A round of one runs its operation's own
 statement, exactly as without a committer. A round of several on a standard queue (and, alone, the
 worker loop's exchange, which retires and claims at once, or an ask over EXCHANGE_UPDATE_MAX_ROWS
-rows, for which a MERGE beats long literal lists) runs together.py's one statement, which retires,
+rows, for which a MERGE beats long literal lists) runs standard.py's one statement, which retires,
 extends and claims for all of them; each caller gets its own `Answer`. FIFO queues take one ask
 per round, by its own statement: a FIFO claim takes whole group prefixes and fails as a whole,
 which is not to be shared with other callers' operations.
@@ -15,21 +15,22 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ..errors import OverLimit, ReceiptHandleIsInvalid
-from ..limits import (
+from ...errors import OverLimit, ReceiptHandleIsInvalid
+from ...limits import (
     EXCHANGE_UPDATE_MAX_ROWS,
     LONG_POLL_INTERVAL_SECONDS,
     NATIVE_ROUND_MAX_ROWS,
     ROUND_MAX_ROWS,
 )
-from ..model import BatchResult, Message
-from ..rules import handles
-from ..rules.handles import HandleRef
-from ..store.registry import QueueRecord
-from . import acknowledge, claim, together, visibility
-from .asks import Answer, Ask
-from .context import QueueContext
-from .visibility import Outcomes
+from ...model import BatchResult, Message
+from ...rules import handles
+from ...rules.handles import HandleRef
+from ...store.registry import QueueRecord
+from ..context import QueueContext
+from ..messages import acknowledge, claim, visibility
+from ..messages.visibility import Outcomes
+from . import standard
+from .requests import Answer, Ask
 
 
 def submit(ctx: QueueContext, record: QueueRecord, ask: Ask) -> Answer:
@@ -76,7 +77,7 @@ def run_round(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[A
         raise ValueError("the exchange is for standard queues: a FIFO claim takes whole groups")
     shared = others or exchange or ask.rows > EXCHANGE_UPDATE_MAX_ROWS
     if shared and not record.attributes.fifo:  # several callers, an exchange, or a large ask
-        return together.run(ctx, record, asks)
+        return standard.run(ctx, record, asks)
     if ask.changes:
         return [Answer(changed=visibility.change(ctx, record, list(ask.changes)))]
     if ask.retire:

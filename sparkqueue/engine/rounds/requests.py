@@ -1,13 +1,13 @@
-"""What a caller hands the group committer, and what it gets back (see rounds.py)."""
+"""What a caller asks of a round (`Ask`) and what it gets back (`Answer`): see operations.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import QueueError
-from ..model import Message
-from ..rules.handles import HandleRef
-from .visibility import Outcomes
+from ...errors import QueueError
+from ...model import Message
+from ...rules.handles import HandleRef
+from ..messages.visibility import Outcomes
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """A shared round on a standard queue: several callers' deletes, visibility changes and claims in
-one statement, one commit (statement.py).
+one statement, one commit (rounds/statement.py).
 
 The round reads candidates for every caller's claim at once and deals them out in the order the
 callers asked, each with its own visibility timeout. When the commit's counts say every row was
@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import islice
 
-from ..errors import OverLimit
-from ..rules import handles
-from ..store.registry import QueueRecord
-from ..store.statements import Row
-from .acknowledge import present
-from .asks import Answer, Ask
-from .claim import candidates, count_in_flight, message_of
-from .context import QueueContext
+from ...errors import OverLimit
+from ...rules import handles
+from ...store.registry import QueueRecord
+from ...store.statements import Row
+from ..context import QueueContext
+from ..messages.acknowledge import present
+from ..messages.claim import candidates, count_in_flight, message_of
+from ..messages.visibility import diagnose
+from .requests import Answer, Ask
 from .statement import RoundChanges, holding
-from .visibility import diagnose
 
 
 def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]:

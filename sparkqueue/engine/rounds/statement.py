@@ -1,4 +1,4 @@
-"""The one statement a shared round commits on a standard queue (see together.py).
+"""The one statement a shared round commits on a standard queue (see rounds/standard.py).
 
 A round retires messages (deletes whose handles still hold), moves the visibility of others (the
 changes whose handles still hold), and claims candidates still as they were read, each with its
@@ -19,19 +19,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..clock import to_micros
-from ..limits import EXCHANGE_UPDATE_MAX_ROWS
-from ..rules import handles
-from ..rules.expr import Expr, any_of, col, lit, source, timestamp_of_micros, when
-from ..rules.handles import HandleRef
-from ..store.counts import Counts
-from ..store.registry import QueueRecord
-from ..store.schema import Columns
-from ..store.statements import ListedMerge, Row
-from .claim import claim_values, still_claimable
-from .conditions import claimable, tombstone_values
-from .context import QueueContext
-from .visibility import extension, new_times, within_ceiling
+from ...clock import to_micros
+from ...limits import EXCHANGE_UPDATE_MAX_ROWS
+from ...rules import handles
+from ...rules.expr import Expr, any_of, col, lit, source, timestamp_of_micros, when
+from ...rules.handles import HandleRef
+from ...store.counts import Counts
+from ...store.registry import QueueRecord
+from ...store.schema import Columns
+from ...store.statements import ListedMerge, Row
+from ..conditions import claimable, tombstone_values
+from ..context import QueueContext
+from ..messages.claim import claim_values, still_claimable
+from ..messages.visibility import extension, new_times, within_ceiling
 
 
 @dataclass(frozen=True)
