@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..broker import Broker
+from .timing import first_line
 from .window import during_window
 
 THREADS = (1, 2, 4)
@@ -112,11 +113,7 @@ def _cell(
 
 def _ready(child: subprocess.Popen[bytes]) -> bool:
     """Whether the child said "ready" within START_TIMEOUT_SECONDS."""
-    line: list[bytes] = []
-    reader = threading.Thread(target=lambda: line.append(child.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    reader.join(START_TIMEOUT_SECONDS)
-    return bool(line) and line[0].strip() == b"ready"
+    return first_line(child, START_TIMEOUT_SECONDS).strip() == b"ready"
 
 
 def _work(root: str, name: str, batch: int, threads: int, seconds: float, go: Path) -> None:

@@ -15,10 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .timing import timed
+from .timing import first_line, timed
 
 QUEUE = "timed"
 SERVING = "serving SQS"  # what `serve` prints once it answers
+SERVE_TIMEOUT_SECONDS = 120.0  # a start that says nothing for this long is reported as failed
 
 
 def command() -> str:
@@ -46,12 +47,15 @@ def _serve(sparkqueue: str, root: str) -> float:
     started = time.perf_counter()
     server = subprocess.Popen(serve, stdout=subprocess.PIPE, text=True)
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
+        line = str(first_line(server, SERVE_TIMEOUT_SECONDS))
         took = time.perf_counter() - started
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # never left running behind the benchmark
+            server.kill()
+            server.wait()
     if SERVING not in line:
         raise RuntimeError(f"`sparkqueue serve` did not start: {line!r}")
     return took

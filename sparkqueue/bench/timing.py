@@ -1,10 +1,12 @@
-"""The clock every scenario reads: one call timed, percentiles, and a `receive(1)` + `delete`
-pair timed step by step (the latency, checkpoint and simulated-day scenarios each time that pair,
-so they time it alike)."""
+"""The clock every scenario reads: one call timed, percentiles, a `receive(1)` + `delete` pair
+timed step by step (the latency, checkpoint and simulated-day scenarios each time that pair, so
+they time it alike), and a child process's first line waited for with a bound."""
 
 from __future__ import annotations
 
 import statistics
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -38,3 +40,13 @@ def rounds(client: Any, count: int) -> tuple[list[float], list[float]]:
     """`count` rounds of `receive_delete`: the receives' seconds and the deletes'."""
     pairs = [receive_delete(client) for _ in range(count)]
     return [receive for receive, _ in pairs], [delete for _, delete in pairs]
+
+
+def first_line(child: subprocess.Popen[Any], seconds: float) -> str | bytes:
+    """A child's first line of output, or "" when it says nothing within `seconds` (a hung
+    start never hangs the benchmark)."""
+    line: list[str | bytes] = []
+    reader = threading.Thread(target=lambda: line.append(child.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(seconds)
+    return line[0] if line else ""

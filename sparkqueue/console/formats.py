@@ -8,6 +8,7 @@ filter: no page ever shows Python's True, False or None."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -24,7 +25,7 @@ DURATION_NAMES = frozenset({"visibility_timeout"})
 
 def count(value: int | float | None) -> str:
     """1234 -> "1,234": a count of messages, receives or queues."""
-    if value is None:
+    if value is None or not math.isfinite(value):
         return UNKNOWN
     return f"{round(value):,}"
 
@@ -37,7 +38,7 @@ def duration(seconds: float | None) -> str:
     """30 -> "30 s", 345600 -> "4 days", 5400 -> "1 h 30 min": at most the two largest units,
     the rest rounded away (the exact seconds are the attribute's own field); under ten seconds
     to a tenth, since a message's age is often that."""
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):
         return UNKNOWN
     sign, left = ("-" if seconds < 0 else ""), abs(seconds)
     if round(left, 1) < 10:

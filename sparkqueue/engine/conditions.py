@@ -46,7 +46,7 @@ def past_retention(now: datetime, attrs: QueueAttributes) -> Expr:
 
 
 def spent_tombstone(now: datetime) -> Expr:
-    """A tombstone whose deduplication window (and grace, see fifo.py) has passed."""
+    """A tombstone whose deduplication window (and grace, see fifo/spark.py) has passed."""
     return (col("shard") == TOMBSTONE_SHARD) & due(now)
 
 

@@ -142,9 +142,13 @@ class ProcessLock:
         try:
             fcntl.flock(turnstile, fcntl.LOCK_EX)
             fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+            except BaseException:  # interrupted while waiting: no descriptor left behind
+                os.close(fd)
+                raise
         finally:
-            os.close(turnstile)  # closing lets the turnstile go
+            _unlock(turnstile)  # explicitly: a child forked meanwhile shares the descriptor
         return fd
 
     def _leave(self) -> None:
@@ -162,17 +166,18 @@ class ProcessLock:
 
 def _someone_waits(path: str) -> bool:
     """Whether another process is in the turnstile (waiting to hold the lock exclusively, or
-    passing through on its way to a shared hold: letting go then costs one brief drain)."""
+    passing through on its way to a shared hold: letting go then costs one brief drain). The
+    probe itself holds the turnstile shared, so probes never see each other."""
     try:
         turnstile = os.open(path + TURNSTILE, os.O_RDWR)
     except FileNotFoundError:
         return False
-    try:
-        fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:  # shared: another process's probe does not look like a waiter
+        fcntl.flock(turnstile, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return True
-    finally:
         os.close(turnstile)
+        return True
+    _unlock(turnstile)
     return False
 
 

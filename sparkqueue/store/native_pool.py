@@ -23,6 +23,8 @@ from contextlib import contextmanager
 
 from deltalake import DeltaTable
 
+from .native_process import check_process
+
 log = logging.getLogger(__name__)
 MAX_IDLE_PER_TABLE = 4  # kept per table: as many as one broker's concurrent users of it, roughly
 
@@ -40,13 +42,16 @@ class OpenTables:
 
     def take(self, address: str) -> DeltaTable:
         """The table at its newest version, for this caller alone (give it back when done)."""
+        check_process()  # a forked child must not touch a table its parent opened
         folder = self._folder(address)
         if folder is not None:
             with self._lock:
                 idle = self._idle.get(address)
                 kept = idle.pop() if idle else None
-            if kept is not None and _caught_up(*kept, folder):
-                return kept[0]
+            if kept is not None:
+                if _caught_up(*kept, folder):
+                    return kept[0]
+                self.forget(address)  # the others kept of it stand where this one stood
         return self._open_fresh(address)
 
     def give(self, address: str, table: DeltaTable) -> None:
@@ -88,11 +93,12 @@ def _stamp(folder: str, version: int) -> Stamp | None:
 def _caught_up(table: DeltaTable, stamp: Stamp, folder: str) -> bool:
     """Whether the table in `folder` still holds the entry `table` was kept at (else it was
     deleted, or trimmed that far, or made anew), and `table` has read the entries since."""
-    if _stamp(folder, table.version()) != stamp:
+    kept_at = table.version()
+    if _stamp(folder, kept_at) != stamp:
         return False
     try:
         table.update_incremental()
     except Exception as error:  # e.g. the entries it needed were trimmed: open afresh
         log.debug("reopening %s: %s", folder, error)
         return False
-    return True
+    return _stamp(folder, kept_at) == stamp  # not deleted or made anew while it caught up

@@ -54,8 +54,9 @@ class NativeUpkeep:
 
     def optimize(self, address: str, shard: int | None = None) -> None:
         """Compacts the table (or one shard) into files of COMPACTED_FILE_BYTES, as Spark's
-        compaction does (every claim rewrites the file holding its row), as its own transaction
-        (under the commit lock on a local root: delta-rs commits a compaction like any write)."""
+        compaction does (every claim rewrites the file holding its row), as its own transaction,
+        alone under the commit lock on a local root: beside the claims of other processes it
+        would lose to each one that rewrote a file it compacts, again and again."""
         where = None if shard is None else [("shard", "=", str(shard))]
 
         def compact() -> None:
@@ -65,7 +66,7 @@ class NativeUpkeep:
                 post_commithook_properties=NO_HOOKS,
             )
 
-        self.transact(address, compact, f"compacting {address}")
+        self.transact(address, compact, f"compacting {address}", alone=True)
 
     def vacuum(self, address: str, retain_hours: int) -> None:
         """Deletes every file of the table's folder that no version of the last `retain_hours`

@@ -83,7 +83,7 @@ def to_column(expr: Expr, prefix: str = "") -> Column:
 
 def unless_stale_column(still_valid: Column, value: Column) -> Column:
     """`value` while the row is as a claim read it; otherwise the whole statement fails
-    uncommitted, and its transaction runs again on a fresh read (see fifo.py)."""
+    uncommitted, and its transaction runs again on a fresh read (see engine/fifo/spark.py)."""
     return F.when(still_valid, value).otherwise(F.raise_error(F.lit(STALE_READ_MARKER)))
 
 

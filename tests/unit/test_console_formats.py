@@ -101,3 +101,11 @@ def test_templates_get_the_filters_and_print_no_python_repr():
     )
     shown = page.render(flag=False, nothing=None, n=1234, s=345_600, b=1536, at=0)
     assert shown == "no||1,234|4 days|1.5 KiB|1970-01-01 00:00:00 UTC"
+
+
+def test_a_count_or_duration_that_is_not_a_number_reads_as_unknown():
+    from sparkqueue.console import formats
+
+    for value in (float("nan"), float("inf")):
+        assert formats.count(value) == formats.UNKNOWN
+        assert formats.duration(value) == formats.UNKNOWN

@@ -180,7 +180,13 @@ def _holders(tmp_path, plan: list[tuple[str, float]]) -> list[tuple[str, str, fl
         )
         for i, (kind, seconds) in enumerate(plan)
     ]
-    assert [w.wait(timeout=120) for w in workers] == [0] * len(plan)
+    try:
+        assert [w.wait(timeout=120) for w in workers] == [0] * len(plan)
+    finally:  # none left holding the lock after a failure
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
     rows = [line.split() for line in marks.read_text().splitlines()]
     return [(p, kind, float(began), float(ended)) for p, kind, began, ended in rows]
 

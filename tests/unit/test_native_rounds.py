@@ -147,7 +147,8 @@ def test_a_large_round_commits_beside_a_newer_append_to_its_shards(broker, monke
     tables = broker.context.tables_for(record)
     stale = tables.open(record.location)
     queue.send_batch(["later"])  # a newer id in the same shard, committed after that read
-    monkeypatch.setattr(tables, "open", lambda address: stale)
+    read_at = stale.version()
+    monkeypatch.setattr(tables._kept, "take", lambda address: stale)
     rows = [{"src_op": "retire", "src_shard": 0, "src_id": first, "src_handle": "h",
              "src_count": None, "src_visible_us": None}]  # fmt: skip
     merge = ListedMerge(
@@ -159,6 +160,7 @@ def test_a_large_round_commits_beside_a_newer_append_to_its_shards(broker, monke
     )
     counts = tables.merge_changes(record.location, merge)
     monkeypatch.undo()
+    assert stale.version() == read_at + 2  # the MERGE ran on the stale read, one version on
     assert counts.updated == 1
     assert sorted(m["body"] for m in queue.peek(10)) == ["changed", "later"]
 

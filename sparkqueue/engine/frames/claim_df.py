@@ -3,7 +3,7 @@
 The claimed rows are first staged in the queue's claims table (partitioned by claim id), then
 applied to the queue; the DataFrame returned reads the stage, so evaluating it again never claims
 again. A standard queue claims by range, one UPDATE on literal predicates (see frames/ranges.py); a FIFO
-queue applies its group prefixes with one MERGE that fails whole if any row changed (see fifo.py),
+queue applies its group prefixes with one MERGE that fails whole if any row changed (see fifo/spark.py),
 and rows another receiver claimed first are trimmed from the stage.
 """
 

@@ -36,7 +36,7 @@ def claim_update(
     merge: Merge, now: datetime, attrs: QueueAttributes, values: dict[str, Column]
 ) -> Merge:
     """Standard queues skip rows claimed meanwhile; FIFO fails the whole MERGE, so that no group
-    is ever half-claimed (see fifo.py)."""
+    is ever half-claimed (see fifo/spark.py)."""
     t = merge.table.prefix
     unchanged = to_column(claimable(now, attrs), t) & (
         F.col(f"{t}receive_count") == F.col("s.expected_count")

@@ -3,7 +3,7 @@
 A claim is one UPDATE of the candidates still as they were read, pruned to literal shards; its
 count says whether every claim won, else the handles the table then holds say which did. On a FIFO
 queue the UPDATE fails whole if any claimed row changed, so that no group is ever half-claimed
-(see fifo.py). Every statement is built from the rules' expressions and run by the queue's engine
+(see fifo/spark.py). Every statement is built from the rules' expressions and run by the queue's engine
 (`QueueContext.tables_for`); a FIFO queue's candidates are group prefixes (fifo/operations.py).
 """
 
@@ -122,7 +122,7 @@ def _claim_rows(
 ) -> list[str]:
     """One UPDATE of the candidates on literal shards and ids (a one-row UPDATE is about half a
     one-row MERGE here). A standard queue skips candidates claimed meanwhile; a FIFO queue fails
-    the whole UPDATE if any changed, so that no group is ever half-claimed (see fifo.py). When it
+    the whole UPDATE if any changed, so that no group is ever half-claimed (see fifo/spark.py). When it
     updated every candidate they are all ours; otherwise the handles the table then holds say
     which claims won."""
     tables = ctx.tables_for(record)
@@ -162,7 +162,7 @@ def as_read(found: list[Row]) -> Expr:
 
 def unless_stale(still_valid: Expr, value: Expr) -> Expr:
     """`value` while the row is as the claim read it; otherwise the whole statement fails
-    uncommitted, and its transaction runs again on a fresh read (a FIFO claim: see fifo.py)."""
+    uncommitted, and its transaction runs again on a fresh read (a FIFO claim: see fifo/spark.py)."""
     return Call("unless_stale", (still_valid, value))
 
 

@@ -118,7 +118,7 @@ def send_entries(
 
     A standard queue's sends from concurrent callers of one broker share commits (a round of
     the queue's send committer, see rounds/committer.py): one append carries every caller's rows, each
-    caller's in one shard, so a producer's send waits for no other producer's commit."""
+    caller's placed by `shards_of`, so a producer's send waits for no other producer's commit."""
     now = ctx.now()
     micros = to_micros(now)
     rows = [
