@@ -27,12 +27,13 @@ def load(
     name: str,
     sender: Sender | None = None,
     prefetch: int | None = None,
+    rate: int = 1_500,
 ) -> dict[str, Any]:
     """`consumers` threads receive(10) + delete_batch for `seconds`, beside `sender` if given;
     every delivery is checked afterwards. With `prefetch`, they share one buffered client with that
-    prefetch."""
+    prefetch. The backlog holds `rate` messages per consumer and second; a run that delivered all
+    of it ran dry, and its msg/s is a floor."""
     queue = broker.create_queue(name)
-    rate = 1_500  # a backlog the consumers cannot run dry (the native engine's are fast)
     backlog = int(seconds * rate * consumers) + 100
     fill(broker, queue, backlog)
     delivered: list[str] = []
@@ -67,6 +68,7 @@ def load(
         "lost": everything - len(set(delivered) | left),
         "conflict_retries": broker.conflict_retries - retries_before,
         "sent_during": sum(sent_during),
+        "ran_dry": len(set(delivered)) >= everything,
     }
 
 

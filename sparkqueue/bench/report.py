@@ -72,7 +72,7 @@ def _per_message_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows += [
             (
                 "4 consumers, receive(10) + delete_batch",
-                f"{alone['per_s']:.1f} msg/s",
+                f"{alone['per_s']:.1f} msg/s{DRY[alone['ran_dry']]}",
                 ">= 250 msg/s",
             ),
             (
@@ -98,7 +98,8 @@ def _per_message_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
             ),
             (
                 "buffered consumers (duplicates / losses)",
-                f"{load_['per_s']:,.0f} msg/s ({load_['duplicates']} / {load_['lost']})",
+                f"{load_['per_s']:,.0f} msg/s{DRY[load_['ran_dry']]}"
+                f" ({load_['duplicates']} / {load_['lost']})",
                 ">= 2,000 msg/s (0 / 0)",
             ),
         ]

@@ -13,7 +13,6 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -23,9 +22,9 @@ from ..engine.messages import visibility
 from ..engine.rounds import operations as rounds
 from ..errors import InvalidParameterValue, ReceiptHandleIsInvalid
 from ..limits import EXCHANGE_MAX_BATCH
-from ..model import MESSAGE_FIELDS, BatchResult, Message
+from ..model import BatchResult, Message
 from ..rules import handles
-from ..store.native_arrow import arrow_row, arrow_schema
+from ..store.native_arrow import arrow_table
 from ..store.spark_schema import MESSAGE_FRAME_COLUMNS, MESSAGE_FRAME_SCHEMA
 from .heartbeat import Heartbeat
 from .sink import write_once
@@ -77,9 +76,8 @@ class QueueBatches:
         spark = self._ctx.storage.spark
         if not messages:  # Spark Connect infers no schema from an empty Arrow table
             return spark.createDataFrame([], MESSAGE_FRAME_SCHEMA)
-        rows = [arrow_row({name: getattr(m, name) for name in MESSAGE_FIELDS}) for m in messages]
         return spark.createDataFrame(
-            pa.Table.from_pylist(rows, arrow_schema(MESSAGE_FRAME_COLUMNS))
+            arrow_table([vars(m) for m in messages], MESSAGE_FRAME_COLUMNS)
         )
 
     def finished(self, batch: Batch, result: Any) -> list[str]:

@@ -30,13 +30,12 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-import pyarrow as pa
 from deltalake import DeltaTable
 
 from ..rules.deduplication import DEDUPLICATION_COLUMNS
 from ..rules.expr import Expr
 from ..rules.handles import MOVE_MARKER_PREFIX
-from .native_arrow import arrow_row, arrow_schema
+from .native_arrow import arrow_table
 from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
 from .native_sql import quote_name, quote_text, to_sql
 from .native_tables import NativeTables
@@ -95,7 +94,7 @@ def append_in_sequence(
         before = table.version()
         base = (before + 1) << SEQUENCE_SHIFT
         numbered = [{**row, "sequence_number": base + i} for i, row in enumerate(rows)]
-        source = pa.Table.from_pylist([arrow_row(row) for row in numbered], arrow_schema(columns))
+        source = arrow_table(numbered, columns)
         metrics = (
             table.merge(
                 source,

@@ -32,7 +32,7 @@ from ..rules.expr import Expr, col
 from .counts import Counts
 from .locking import NATIVE, commit_lock
 from .logtrim import clear_unfinished_log
-from .native_arrow import arrow_row, arrow_schema, delta_field, read_row
+from .native_arrow import arrow_schema, arrow_table, delta_field, read_rows
 from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
 from .native_history import LogTrimmed, RowState, row_states
 from .native_pool import OpenTables
@@ -220,7 +220,7 @@ class NativeTables(NativeUpkeep):
         *,
         app_id: str | None = None,
     ) -> None:
-        frame = pa.Table.from_pylist([arrow_row(row) for row in rows], arrow_schema(columns))
+        frame = arrow_table(rows, columns)
 
         def append() -> None:
             with self._kept.lent(address) as table:
@@ -242,7 +242,7 @@ class NativeTables(NativeUpkeep):
         self, address: str, columns: Columns, key: str, row: dict[str, Any]
     ) -> Counts:
         table = self.open(address)
-        source = pa.Table.from_pylist([arrow_row(row)], arrow_schema(columns))
+        source = arrow_table([row], columns)
         on = f"t.{quote_name(key)} = {_SOURCE}.{quote_name(key)}"
         before = table.version()
         metrics = (
@@ -263,7 +263,7 @@ class NativeTables(NativeUpkeep):
         """Not streamed: then delta-rs reads the source's key ranges into the commit's read
         predicate, so a concurrent append of newer ids to the same shards does not conflict with
         it (streamed, only the shards are; the source is at most a round)."""
-        frame = pa.Table.from_pylist([arrow_row(r) for r in merge.rows], arrow_schema(merge.source))
+        frame = arrow_table(merge.rows, merge.source)
         on = [f"t.shard IN ({', '.join(str(int(shard)) for shard in merge.shards)})"]
         on += [f"t.{quote_name(t)} = {_SOURCE}.{quote_name(s)}" for t, s in merge.keys.items()]
         with self._kept.lent(address) as table:
@@ -378,4 +378,4 @@ def _rows(reader: Any) -> list[Row]:
     """A query's result as rows (not pa.table(reader): it imports pandas, half a second of a
     CLI command's start)."""
     found = pa.RecordBatchReader.from_stream(reader).read_all()
-    return [read_row(values) for values in found.to_pylist()]
+    return read_rows(found)

@@ -10,6 +10,7 @@ caller what happened to its own.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from itertools import islice
 
 from ...errors import OverLimit
@@ -50,23 +51,25 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
             busy = {ref.message_id for ref in retire} | {
                 ref.message_id for ref, _ in changes.values()
             }
+            # Rows by item, not attribute, here and below: a round may carry thousands.
             found = [
                 row
                 for row in (candidates(ctx, record, now, granted) if granted else [])
-                if row.message_id not in busy
+                if row["message_id"] not in busy
             ]
             shares = _shares(found, [ask.wanted for ask in asks], granted)
             token = handles.new_token()
             issued = {
-                row.message_id: handles.issue(record.secret, token, row.shard, row.message_id)
+                row["message_id"]: handles.issue(
+                    record.secret, token, row["shard"], row["message_id"]
+                )
                 for row in found
             }
             began = ctx.now()
-            claimed_until = {
-                row.message_id: ctx.handouts.until(record.location, began, ask.timeout)
-                for ask, share in zip(asks, shares, strict=True)
-                for row in share
-            }
+            claimed_until: dict[str, datetime] = {}
+            for ask, share in zip(asks, shares, strict=True):
+                until = ctx.handouts.until(record.location, began, ask.timeout)
+                claimed_until.update(dict.fromkeys((row["message_id"] for row in share), until))
             changing = list(changes.values())
             writes = RoundChanges(
                 ctx,
@@ -96,7 +99,7 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 in_flight.settle(granted, len(won))
         answers = []
         for ask, share in zip(asks, shares, strict=True):
-            claimed = [message_of(row, issued[row.message_id], now) for row in share]
+            claimed = [message_of(row, issued[row["message_id"]], now) for row in share]
             answers.append(
                 Answer(
                     claimed=[m for m in claimed if m.message_id in won],

@@ -62,13 +62,20 @@ class RoundChanges:
         """The round as one MERGE whose source lists each row with what is done to it, the
         handle it must (or will) hold and its new visible_at; the rules are the UPDATE's."""
         until = new_times(self.changes, self.now)
+        # Each distinct instant converted once, rows by item, not attribute: a round may carry
+        # thousands of rows, claimed until a few instants.
+        us = {at: to_micros(at) for at in {*until.values(), *self.claimed_until.values()}}
         rows = [_source(RETIRE, ref) for ref in self.retire]
-        rows += [_source(CHANGE, ref, until=until[ref.handle]) for ref, _ in self.changes]
+        rows += [_source(CHANGE, ref, until_us=us[until[ref.handle]]) for ref, _ in self.changes]
         rows += [
-            _source(CLAIM, HandleRef(self.issued[row.message_id], row.shard, row.message_id),
-                    count=row.receive_count, until=self.claimed_until[row.message_id])
+            _source(
+                CLAIM,
+                HandleRef(self.issued[row["message_id"]], row["shard"], row["message_id"]),
+                count=row["receive_count"],
+                until_us=us[self.claimed_until[row["message_id"]]],
+            )
             for row in self.found
-        ]  # fmt: skip
+        ]
         op, held = source("src_op"), col("receipt_handle") == source("src_handle")
         new_time = timestamp_of_micros(source("src_visible_us"))
         in_flight = col("visible_at") > lit(self.now)
@@ -140,7 +147,7 @@ ROUND_SOURCE: Columns = (
 
 
 def _source(
-    op: str, ref: HandleRef, *, count: int | None = None, until: datetime | None = None
+    op: str, ref: HandleRef, *, count: int | None = None, until_us: int | None = None
 ) -> dict[str, object]:
     return {
         "src_op": op,
@@ -148,7 +155,7 @@ def _source(
         "src_id": ref.message_id,
         "src_handle": ref.handle,
         "src_count": count,
-        "src_visible_us": None if until is None else to_micros(until),
+        "src_visible_us": until_us,
     }
 
 
