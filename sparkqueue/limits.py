@@ -77,9 +77,10 @@ HANDOUT_ALLOWANCE_MAX_SECONDS = 5.0
 # batch's deletes (engine/rounds/statement.py); bigger ones are staged as receive_df claims.
 EXCHANGE_MAX_BATCH = 100_000
 # Up to this many rows (retired, changed and claimed) a round's statement is one UPDATE; above it
-# one MERGE, whose join costs less than the UPDATE's long literal lists, on both engines
-# (engine/rounds/statement.py).
-EXCHANGE_UPDATE_MAX_ROWS = 200
+# one MERGE, whose join costs less than the UPDATE's long literal lists (engine/rounds/statement.py).
+# By engine: delta-rs's UPDATE of 100 rows already costs twice its MERGE, and both cost the same
+# at ~50 (docs/performance.md, "What moves each figure").
+EXCHANGE_UPDATE_MAX_ROWS = {"spark": 200, "native": 50}
 # A shared round carries the oldest waiting operations up to this many rows (an operation larger
 # than that runs alone): four worker loops at batch 10,000 share one commit.
 ROUND_MAX_ROWS = 2 * 4 * 10_000

@@ -48,7 +48,7 @@ def statement(request, monkeypatch) -> str:
     """Both ways a round commits, on either engine: one UPDATE (small rounds) and one MERGE
     (larger ones)."""
     if request.param == "merge":
-        monkeypatch.setattr(statement_module, "EXCHANGE_UPDATE_MAX_ROWS", 0)
+        monkeypatch.setattr(statement_module, "EXCHANGE_UPDATE_MAX_ROWS", {"spark": 0, "native": 0})
     return request.param
 
 

@@ -26,7 +26,7 @@ from sparkqueue.store.schema import MESSAGE_COLUMNS
 from sparkqueue.store.statements import ListedMerge
 
 REPO = Path(__file__).resolve().parents[2]
-BATCH = EXCHANGE_UPDATE_MAX_ROWS + 50  # every exchange below is a MERGE
+BATCH = EXCHANGE_UPDATE_MAX_ROWS["native"] + 50  # every exchange below is a MERGE
 
 
 def _last_operation(broker, name: str) -> str:
