@@ -62,6 +62,19 @@ def test_a_large_exchange_is_one_merge_that_retires_and_claims(broker):
             assert same if pa.types.is_string(wanted) else got == wanted, (path.name, name, got)
 
 
+def test_the_native_statement_turns_to_a_merge_above_its_own_size(broker):
+    """delta-rs's UPDATE of 100 literal rows costs twice its MERGE: a native round of more than
+    EXCHANGE_UPDATE_MAX_ROWS["native"] rows (fewer than Spark's) is a MERGE, and at it an UPDATE."""
+    most = EXCHANGE_UPDATE_MAX_ROWS["native"]
+    assert most < EXCHANGE_UPDATE_MAX_ROWS["spark"]
+    queue = broker.create_queue("sizes")
+    queue.send_batch([f"m{i}" for i in range(2 * most + 1)])
+    assert len(queue.receive(most)) == most
+    assert _last_operation(broker, "sizes") == "UPDATE"
+    assert len(queue.receive(most + 1)) == most + 1
+    assert _last_operation(broker, "sizes") == "MERGE"
+
+
 def test_a_large_round_tells_superseded_handles_and_applies_visibility_changes(broker, clock):
     queue = broker.create_queue("stale", visibility_timeout=30)
     queue.send_batch([f"m{i}" for i in range(BATCH)])
