@@ -198,7 +198,7 @@ SCENARIOS = ("bulk", "latency", "load", "fifo", "buffered", "redrive", "worker",
 NAMED_ONLY = ("checkpoints", "day", "upkeep", "peers", "scaling", "chaos")
 DEFAULT_SCENARIOS = tuple(name for name in SCENARIOS if name not in NAMED_ONLY)
 ENGINES = ("native", "spark")
-BUFFERED_RATE = 10_000  # the buffered scenario's backlog, per consumer and second: not run dry
+BUFFERED_RATE = 5_000  # the buffered scenario's backlog, per consumer and second: not run dry
 # What each engine runs: the per-message scenarios. DataFrame work (bulk, redrive) is Spark's.
 PER_ENGINE = ("latency", "load", "fifo", "buffered", "worker", "endpoint", "celery", "history",
               "checkpoints", "day")  # fmt: skip

@@ -28,7 +28,8 @@ From the public method to the commit:
   next round -> operations.run_round: a round of one runs messages/claim.claim (read one random
   shard's candidates from one snapshot, then one UPDATE of those still as read); a round of
   several runs rounds/standard.run (every caller's claims, deletes and visibility changes in one
-  statement: statement.RoundChanges, an UPDATE or above 200 rows a MERGE) -> the engine's
+  statement: statement.RoundChanges, an UPDATE or, above 50 rows natively and 200 on Spark, a
+  MERGE) -> the engine's
   `Tables.transact` and `change` / `merge_changes` (store/) -> one Delta commit.
 - `Queue.delete`, `delete_batch` -> rounds/operations.delete(_batch) -> the same rounds ->
   messages/acknowledge.delete_refs (one DELETE on literal shards, ids and handles), or

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from ...errors import OverLimit, ReceiptHandleIsInvalid
 from ...limits import (
+    EXCHANGE_UPDATE_MAX_ROWS,
     LONG_POLL_INTERVAL_SECONDS,
     NATIVE_ROUND_MAX_ROWS,
     ROUND_MAX_ROWS,
@@ -30,7 +31,6 @@ from ..messages import acknowledge, claim, visibility
 from ..messages.visibility import Outcomes
 from . import standard
 from .requests import Answer, Ask
-from .statement import merge_size
 
 
 def submit(ctx: QueueContext, record: QueueRecord, ask: Ask) -> Answer:
@@ -75,8 +75,10 @@ def run_round(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[A
     exchange = bool(ask.retire and ask.wanted)
     if record.attributes.fifo and exchange:
         raise ValueError("the exchange is for standard queues: a FIFO claim takes whole groups")
-    shared = others or exchange or merge_size(ctx, record, ask.rows)
-    if shared and not record.attributes.fifo:  # several callers, an exchange, or a large ask
+    # Several callers, an exchange, or an ask a MERGE carries best; a FIFO ask runs alone.
+    if not record.attributes.fifo and (
+        others or exchange or ask.rows > EXCHANGE_UPDATE_MAX_ROWS[ctx.tables_for(record).engine]
+    ):
         return standard.run(ctx, record, asks)
     if ask.changes:
         return [Answer(changed=visibility.change(ctx, record, list(ask.changes)))]

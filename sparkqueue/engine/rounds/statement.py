@@ -56,7 +56,8 @@ class RoundChanges:
         """Whether the MERGE form should carry this round (see the module's notes)."""
         # A MERGE fails when two source rows meet one target row; an UPDATE takes the first kind.
         ids = [ref.message_id for ref in self.retire] + [ref.message_id for ref, _ in self.changes]
-        return merge_size(self.ctx, self.record, self.rows) and len(set(ids)) == len(ids)
+        most = EXCHANGE_UPDATE_MAX_ROWS[self.ctx.tables_for(self.record).engine]
+        return self.rows > most and len(set(ids)) == len(ids)
 
     def by_merge(self) -> Counts:
         """The round as one MERGE whose source lists each row with what is done to it, the
@@ -157,11 +158,6 @@ def _source(
         "src_count": count,
         "src_visible_us": until_us,
     }
-
-
-def merge_size(ctx: QueueContext, record: QueueRecord, rows: int) -> bool:
-    """Whether a round of `rows` rows is large enough for a MERGE on the queue's engine."""
-    return rows > EXCHANGE_UPDATE_MAX_ROWS[ctx.tables_for(record).engine]
 
 
 def _by_message(until: dict[str, datetime]) -> Expr:
