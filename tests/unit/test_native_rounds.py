@@ -75,6 +75,27 @@ def test_the_native_statement_turns_to_a_merge_above_its_own_size(broker):
     assert _last_operation(broker, "sizes") == "MERGE"
 
 
+def test_statements_that_name_rows_by_id_name_their_range_too(broker):
+    """A producer's files appended to a shard hold newer ids than the rows a claim, a delete or a
+    visibility change names: the range lets delta-rs skip those files by their statistics, where
+    an IN list of more than a few ids does not."""
+    queue = broker.create_queue("ranges", shards=1)
+    queue.send_batch([f"m{i}" for i in range(30)])
+    claimed = queue.receive(20)
+    ids = sorted(m.message_id for m in claimed)
+    handles_ = [m.receipt_handle for m in claimed]
+    named = [f"message_id >= '{ids[0]}'", f"message_id <= '{ids[-1]}'"]
+    folder = broker.context.record("ranges").location.removeprefix("file:")
+    for step in (
+        lambda: None,  # the claim's UPDATE
+        lambda: queue.change_visibility_batch([(h, 60) for h in handles_]),
+        lambda: queue.delete_batch(handles_),
+    ):
+        step()
+        predicate = DeltaTable(folder).history(1)[0]["operationParameters"]["predicate"]
+        assert all(part in predicate for part in named), predicate
+
+
 def test_a_large_round_tells_superseded_handles_and_applies_visibility_changes(broker, clock):
     queue = broker.create_queue("stale", visibility_timeout=30)
     queue.send_batch([f"m{i}" for i in range(BATCH)])

@@ -11,7 +11,7 @@ from ...rules.expr import Expr, col
 from ...rules.handles import HandleRef
 from ...store.registry import QueueRecord
 from ...store.statements import Tables
-from ..conditions import retire
+from ..conditions import id_range, retire
 from ..context import QueueContext
 from ..fifo import operations as fifo_ops
 
@@ -35,6 +35,7 @@ def delete_refs(ctx: QueueContext, record: QueueRecord, refs: list[HandleRef]) -
     ids = [ref.message_id for ref in refs]
     rows = (
         col("shard").isin(shards)
+        & id_range(ids)
         & col("message_id").isin(ids)
         & col("receipt_handle").isin([ref.handle for ref in refs])
     )

@@ -19,7 +19,7 @@ from ...rules import handles
 from ...rules.expr import Call, Expr, any_of, coalesce, col, lit
 from ...store.registry import QueueRecord
 from ...store.statements import Row
-from ..conditions import claimable, in_flight
+from ..conditions import claimable, id_range, in_flight
 from ..context import QueueContext
 from ..fifo import operations as fifo_ops
 
@@ -127,7 +127,11 @@ def _claim_rows(
     which claims won."""
     tables = ctx.tables_for(record)
     ids = [row.message_id for row in found]
-    by_id = col("shard").isin([row.shard for row in found]) & col("message_id").isin(ids)
+    by_id = (
+        col("shard").isin([row.shard for row in found])
+        & id_range(ids)
+        & col("message_id").isin(ids)
+    )
     unchanged = still_claimable(found, now, record.attributes)
     handle = handles.issue_expr(record.secret, token, col("shard"), col("message_id"))
     if record.attributes.fifo:

@@ -15,7 +15,7 @@ from ...rules import handles
 from ...rules.expr import Expr, col, lit, micros, when
 from ...rules.handles import HandleRef
 from ...store.registry import QueueRecord
-from ..conditions import being_moved, in_flight
+from ..conditions import being_moved, id_range, in_flight
 from ..context import QueueContext
 
 Outcomes = dict[str, QueueError | None]  # receipt handle -> its error, or None when it applied
@@ -69,12 +69,13 @@ def change(
     """One UPDATE on literal shards, ids and handles (no join); only when it did not update every
     entry are the rows looked at again."""
     shards = col("shard").isin([ref.shard for ref, _ in entries])
+    ids = id_range(ref.message_id for ref, _ in entries)
     tables = ctx.tables_for(record)
 
     def attempt() -> Outcomes:
         now = ctx.now()
         rows, values, targets = extension(entries, now)
-        counts = tables.change(record.location, shards & rows, values)
+        counts = tables.change(record.location, shards & ids & rows, values)
         if counts.all_of(len(targets)):
             return {ref.handle: None for ref, _ in entries}
         return diagnose(ctx, record, entries, now)

@@ -28,7 +28,7 @@ from ...store.counts import Counts
 from ...store.registry import QueueRecord
 from ...store.schema import Columns
 from ...store.statements import ListedMerge, Row
-from ..conditions import claimable, tombstone_values
+from ..conditions import claimable, id_range, tombstone_values
 from ..context import QueueContext
 from ..messages.claim import claim_values, still_claimable
 from ..messages.visibility import extension, new_times, within_ceiling
@@ -113,8 +113,15 @@ class RoundChanges:
             kinds.append((claiming, self.claim_values(visible_at)))
         return self.ctx.tables_for(self.record).change(
             self.record.location,
-            col("shard").isin(self.shards()) & any_of([rows for rows, _ in kinds]),
+            col("shard").isin(self.shards()) & id_range(self.ids()) & any_of([r for r, _ in kinds]),
             by_kind(kinds),
+        )
+
+    def ids(self) -> list[str]:
+        return (
+            [ref.message_id for ref in self.retire]
+            + [ref.message_id for ref, _ in self.changes]
+            + list(self.issued)
         )
 
     def shards(self) -> list[int]:
