@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..broker import Broker
+from ..limits import LONG_POLL_INTERVAL_SECONDS
 from .backlog import fill, left_in
 from .window import during_window
 
@@ -47,8 +48,9 @@ def load(
     def consume() -> None:
         while not stop.is_set():
             messages = client.receive(10, visibility_timeout=3_600)
-            if not messages:
+            if not messages:  # drained: look again a moment later, as a long poll would
                 dry.set()
+                stop.wait(LONG_POLL_INTERVAL_SECONDS)
                 continue
             client.delete_batch([m.receipt_handle for m in messages])
             with lock:

@@ -35,8 +35,8 @@ def id_range(ids: Iterable[str]) -> Expr:
     pruning, which skips a file by its min/max only for IN lists of a few values) would otherwise
     read every file of the named shards to find the rows to rewrite, and count every file
     appended to them meanwhile as a conflict, such as a producer's sends, whose ids are newer."""
-    ordered = sorted(ids)
-    return (col("message_id") >= lit(ordered[0])) & (col("message_id") <= lit(ordered[-1]))
+    named = list(ids)
+    return (col("message_id") >= lit(min(named))) & (col("message_id") <= lit(max(named)))
 
 
 def is_message() -> Expr:
