@@ -144,7 +144,7 @@ print(json.dumps(taken))
 
 def test_native_processes_share_a_queue_and_lose_nothing(broker):
     queue = broker.create_queue("shared")
-    sent = queue.send_batch([f"m{i}" for i in range(80)])
+    sent = queue.send_batch([f"m{i}" for i in range(48)])
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     children = [
         subprocess.Popen(
