@@ -24,6 +24,7 @@ _CHROMIUM = pytest.StashKey[object]()
 _FIRST_GROUP_SEEN = pytest.StashKey[bool]()
 
 
+@pytest.hookimpl(tryfirst=True)  # the groups are marked before xdist reads them
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION in Path(item.path).parents:
