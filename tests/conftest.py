@@ -48,6 +48,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     session.config.stash[_FIRST_GROUP_SEEN] = False
 
 
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """In a grouped run, xdist has put each test's group in its id. When it has not, the groups
+    would be ignored without a word (and both workers would start the Connect run): stop."""
+    config = node.config  # type: ignore[attr-defined]
+    if config.getoption("dist") == "loadgroup" and any("@" not in each for each in ids):
+        ungrouped = [each for each in ids if "@" not in each]
+        pytest.exit(
+            f"pytest-xdist did not group {ungrouped[0]} and {len(ungrouped) - 1} more tests:"
+            " check the pytest and pytest-xdist versions against pyproject.toml",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """At the first group's first test in this process: start what the group's last tests need."""
     from tests.browser import ChromiumInstall

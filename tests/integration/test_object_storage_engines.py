@@ -88,14 +88,14 @@ def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in
         # Both engines append to one table at once: S3 refuses whichever loses a version.
         import threading
         def natively():
-            for i in range(24):
+            for i in range(40):
                 queue.send_batch([f"n{{i}}-{{j}}" for j in range(5)])
         sender = threading.Thread(target=natively)
         sender.start()
-        for i in range(4):
+        for i in range(6):
             queue.send_df(spark.createDataFrame([(f"s{{i}}-{{j}}",) for j in range(5)], "body string"))
         sender.join()
-        assert queue.stats().visible == 24 * 5 + 4 * 5, queue.stats()
+        assert queue.stats().visible == 40 * 5 + 6 * 5, queue.stats()
         print("ok")
         """
     )

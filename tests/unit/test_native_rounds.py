@@ -150,8 +150,9 @@ def test_processes_exchanging_large_batches_take_every_message_once(broker, tmp_
     """Three processes loop the worker's exchange (a MERGE each) on one queue until it is
     empty, all at once (delta-rs's conflict check decides between them, on a local root as on
     object storage): every message is taken once. Not how evenly: on S3 one process can win
-    every round while the others back off and retry. Batches of 400 keep the rounds few: each
-    one costs a conflict check per process, and on object storage a round trip each."""
+    every round while the others back off and retry. Batches four times the MERGE threshold
+    keep the rounds few: each costs a conflict check per process, and a round trip each on
+    object storage."""
     broker = Broker(None, broker.root)  # on the wall clock, as the processes are
     queue = broker.create_queue("shared")
     sent = []
