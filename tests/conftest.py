@@ -48,12 +48,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     session.config.stash[_FIRST_GROUP_SEEN] = False
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error in a run without xdist
 def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     """In a grouped run, xdist has put each test's group in its id. When it has not, the groups
     would be ignored without a word (and both workers would start the Connect run): stop."""
     config = node.config  # type: ignore[attr-defined]
-    if config.getoption("dist") == "loadgroup" and any("@" not in each for each in ids):
-        ungrouped = [each for each in ids if "@" not in each]
+    ungrouped = [each for each in ids if "@" not in each]
+    if config.getoption("dist") == "loadgroup" and ungrouped:
         pytest.exit(
             f"pytest-xdist did not group {ungrouped[0]} and {len(ungrouped) - 1} more tests:"
             " check the pytest and pytest-xdist versions against pyproject.toml",

@@ -71,7 +71,7 @@ def _delete_claim(
         f"deleting a claim from {record.name!r}",
     )
     # Through Arrow: a claim's handles are up to millions of strings, and Row objects cost
-    # more to make (0.37 s less a batch of 100,000; docs/performance.md).
+    # more to make (docs/performance.md).
     rows = frame.select("message_id", "receipt_handle").toArrow()
     handles_held = rows.column("receipt_handle").to_pylist()
     if counts.all_of(claim.count):
