@@ -247,6 +247,11 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         figure = f"{cell['per_s']:,.0f} msg/s, {cell['duplicates']} twice"
         figure += DRY[cell["ran_dry"]]
         rows.append((f"scaling: batch {cell['batch']}, {where}", figure, "0 twice"))
+    for cell in results.get("drivers", []):
+        figure = f"{cell['per_s']:,.0f} msg/s, {cell['conflict_retries']} retries"
+        figure += f", {cell['duplicates']} twice{DRY[cell['ran_dry']]}"
+        where = f"batch {cell['batch']}, {cell['drivers']} Spark drivers"
+        rows.append((f"receive_df + delete_df: {where}", figure, "0 twice"))
     if "redrive" in results:
         passes = results["redrive"]
         figure = f"spark {passes['redrive_s']:.1f} s | native {passes['native_redrive_s']:.1f} s"

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -24,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from ..broker import Broker
-from .timing import first_line
+from .processes import together, wait_for_go
 from .window import during_window
 
 THREADS = (1, 2, 4)
 PROCESSES = (1, 2)
-START_TIMEOUT_SECONDS = 120.0
 
 
 def scaling(
@@ -81,39 +77,11 @@ def _cell(
 ) -> tuple[list[str], list[str]]:
     """The message ids the cell's processes received, and those they deleted within the
     window (from each process's report)."""
-    with tempfile.TemporaryDirectory(prefix="sparkqueue-scaling-") as folder:
-        go = Path(folder, "go")
-        command = [sys.executable, "-m", "sparkqueue.bench.scaling", root, name]
-        command += [str(batch), str(threads), str(seconds), str(go)]
-        children = [
-            subprocess.Popen(command, stdout=subprocess.PIPE, env=os.environ.copy())
-            for _ in range(processes)
-        ]
-        try:
-            for child in children:  # each says so once its broker is open
-                if not _ready(child):
-                    raise RuntimeError("a scaling process did not start")
-            go.touch()
-            received: list[str] = []
-            deleted: list[str] = []
-            for child in children:
-                out, _ = child.communicate(timeout=seconds + START_TIMEOUT_SECONDS)
-                if child.returncode != 0:
-                    raise RuntimeError(f"a scaling process failed with {child.returncode}")
-                report = json.loads(out)
-                received += report["received"]
-                deleted += report["deleted"]
-            return received, deleted
-        finally:
-            for child in children:  # none left waiting for a window that will not come
-                if child.poll() is None:
-                    child.kill()
-                    child.wait()
-
-
-def _ready(child: subprocess.Popen[bytes]) -> bool:
-    """Whether the child said "ready" within START_TIMEOUT_SECONDS."""
-    return first_line(child, START_TIMEOUT_SECONDS).strip() == b"ready"
+    command = [sys.executable, "-m", "sparkqueue.bench.scaling", root, name]
+    command += [str(batch), str(threads), str(seconds)]
+    reports = together(command, processes, seconds)
+    received = [each for report in reports for each in report["received"]]
+    return received, [each for report in reports for each in report["deleted"]]
 
 
 def _work(root: str, name: str, batch: int, threads: int, seconds: float, go: Path) -> None:
@@ -142,9 +110,7 @@ def _work(root: str, name: str, batch: int, threads: int, seconds: float, go: Pa
             errors.append(error)
             stop.set()
 
-    print("ready", flush=True)
-    while not go.exists():
-        time.sleep(0.005)
+    wait_for_go(go)
     deadline = time.monotonic() + seconds
     during_window([loop] * threads, seconds, stop)
     if errors:

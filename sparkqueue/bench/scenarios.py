@@ -59,6 +59,8 @@ class Sizes:
     page_reads: int = 30  # GETs of each console page
     scaling_seconds: float = 10.0  # each cell of the scaling grid (only with --only scaling)
     scaling_batches: str = "10,100,1000,10000"
+    drivers_seconds: float = 60.0  # each of 1 and 2 Spark drivers (only with --only drivers)
+    drivers_batch: int = 100_000  # each driver's receive_df
     warm_up_rounds: int = (
         2  # bulk sends before the timed one: JIT-compiled, like a long-running job
     )
@@ -192,10 +194,10 @@ def buffered_latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
 
 SCENARIOS = ("bulk", "latency", "load", "fifo", "buffered", "redrive", "worker", "endpoint",
              "celery", "history", "console", "phases", "start", "checkpoints", "day", "upkeep",
-             "peers", "scaling", "chaos")  # fmt: skip
-# Run only when named: each takes many minutes (scaling and chaos start OS processes), and peers
-# measures other systems than ours.
-NAMED_ONLY = ("checkpoints", "day", "upkeep", "peers", "scaling", "chaos")
+             "peers", "scaling", "drivers", "chaos")  # fmt: skip
+# Run only when named: each takes many minutes (scaling, drivers and chaos start OS processes),
+# and peers measures other systems than ours.
+NAMED_ONLY = ("checkpoints", "day", "upkeep", "peers", "scaling", "drivers", "chaos")
 DEFAULT_SCENARIOS = tuple(name for name in SCENARIOS if name not in NAMED_ONLY)
 ENGINES = ("native", "spark")
 # The buffered scenario's backlog, per consumer and second, per message of prefetch: 5,000 at the
@@ -264,6 +266,10 @@ def run(
 
         batches = numbers(sizes.scaling_batches)
         results["scaling"] = scaling(f"{root}/scaling", batches, sizes.scaling_seconds)
+    if "drivers" in scenarios:
+        from .drivers import drivers  # not at import: its processes run it as main
+
+        results["drivers"] = drivers(f"{root}/drivers", sizes.drivers_batch, sizes.drivers_seconds)
     if "chaos" in scenarios:
         from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main
 

@@ -1,0 +1,97 @@
+"""The drivers scenario: whether several Spark drivers draining one queue with `receive_df` +
+`delete_df` add throughput, on a local root.
+
+Each cell runs OS processes (`python -m sparkqueue.bench.drivers`), each a Spark driver of its
+own (a local session from the packaged defaults), on one queue filled beforehand. A driver drains
+one warm-up batch before the window (its JVM compiles the plans), then loops `receive_df(batch)`
++ `delete_df` for the window; a batch counts when its delete finished within the window. Each
+batch's message ids are collected (one more small Spark job per batch, in every cell alike), so
+that afterwards every delivery is checked: none twice.
+
+    python -m sparkqueue.bench --only drivers --drivers-seconds 60 --drivers-batch 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..broker import Broker
+from .processes import together, wait_for_go
+
+PROCESSES = (1, 2)
+# More than two drivers drain in a second here (about 15,000 msg/s at batch 100,000): the
+# backlog is this times the window, plus each driver's warm-up batch.
+MOST_PER_S = 40_000
+
+
+def drivers(
+    root: str, batch: int, seconds: float, processes: Sequence[int] = PROCESSES
+) -> list[dict[str, Any]]:
+    """One row per driver count: msg/s over the window, and duplicates."""
+    broker = Broker(None, root)  # the parent fills natively: it starts no JVM of its own
+    rows = []
+    for count in processes:
+        queue = broker.create_queue(f"drivers-{count}")
+        backlog = int(MOST_PER_S * seconds) + count * batch
+        for start in range(0, backlog, 10_000):
+            queue.send_batch([f"work {i}" for i in range(start, min(start + 10_000, backlog))])
+        command = [sys.executable, "-m", "sparkqueue.bench.drivers", root, queue.name]
+        reports = together([*command, str(batch), str(seconds)], count, seconds)
+        received = [each for report in reports for each in report["received"]]
+        rows.append(
+            {
+                "batch": batch,
+                "drivers": count,
+                "per_s": sum(report["deleted"] for report in reports) / seconds,
+                "received": len(set(received)),
+                "duplicates": len(received) - len(set(received)),
+                "conflict_retries": sum(report["retries"] for report in reports),
+                "ran_dry": len(set(received)) >= backlog,  # then the figure is a floor
+            }
+        )
+    return rows
+
+
+def _work(root: str, name: str, batch: int, seconds: float, go: Path) -> None:
+    """One driver of a cell: a warm-up batch, then `receive_df` + `delete_df` for `seconds` once
+    `go` exists; prints the ids it received, how many it deleted within the window and its
+    conflict retries."""
+    from ..session import spark_session  # here: the parent process starts no JVM
+
+    broker = Broker(spark_session(), root)
+    queue = broker.get_queue(name)
+    received: list[str] = []
+
+    def drain_one() -> int:
+        frame = queue.receive_df(batch, visibility_timeout=3_600)
+        received.extend(frame.select("message_id").toArrow().column(0).to_pylist())
+        return len(queue.delete_df(frame).successful)
+
+    drain_one()
+    wait_for_go(go)
+    deadline = time.monotonic() + seconds
+    deleted = 0
+    while time.monotonic() < deadline:
+        done = drain_one()
+        if time.monotonic() <= deadline:  # a batch done after the window: not counted
+            deleted += done
+    report = {"received": received, "deleted": deleted, "retries": broker.conflict_retries}
+    print(json.dumps(report), flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="one driver of a drivers cell")
+    for name in ("root", "queue", "batch", "seconds", "go"):
+        parser.add_argument(name)
+    args = parser.parse_args(argv)
+    _work(args.root, args.queue, int(args.batch), float(args.seconds), Path(args.go))
+
+
+if __name__ == "__main__":
+    main()
