@@ -2,13 +2,14 @@
 `delete_df` add throughput, on a local root.
 
 Each cell runs OS processes (`python -m sparkqueue.bench.drivers`), each a Spark driver of its
-own (a local session from the packaged defaults), on one queue filled beforehand. A driver drains
+own (a local session from the packaged defaults, on `local[cores]`), on one queue filled first. A driver drains
 one warm-up batch before the window (its JVM compiles the plans), then loops `receive_df(batch)`
 + `delete_df` for the window; a batch counts when its delete finished within the window. Each
 batch's message ids are collected (one more small Spark job per batch, in every cell alike), so
 that afterwards every delivery is checked: none twice.
 
-    python -m sparkqueue.bench --only drivers --drivers-seconds 60 --drivers-batch 100000
+    python -m sparkqueue.bench --only drivers --drivers-seconds 60 --drivers-batch 100000 \
+        --drivers-cores 1
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ MOST_PER_S = 40_000
 
 
 def drivers(
-    root: str, batch: int, seconds: float, processes: Sequence[int] = PROCESSES
+    root: str, batch: int, seconds: float, cores: int, processes: Sequence[int] = PROCESSES
 ) -> list[dict[str, Any]]:
-    """One row per driver count: msg/s over the window, and duplicates."""
+    """One row per driver count: msg/s over the window, and duplicates. Each driver runs
+    `local[cores]`: on a small machine one driver of every core saturates it, so adding drivers
+    would measure the machine, not the queue."""
     broker = Broker(None, root)  # the parent fills natively: it starts no JVM of its own
     rows = []
     for count in processes:
@@ -42,12 +45,13 @@ def drivers(
         for start in range(0, backlog, 10_000):
             queue.send_batch([f"work {i}" for i in range(start, min(start + 10_000, backlog))])
         command = [sys.executable, "-m", "sparkqueue.bench.drivers", root, queue.name]
-        reports = together([*command, str(batch), str(seconds)], count, seconds)
+        reports = together([*command, str(batch), str(seconds), str(cores)], count, seconds)
         received = [each for report in reports for each in report["received"]]
         rows.append(
             {
                 "batch": batch,
                 "drivers": count,
+                "cores": cores,
                 "per_s": sum(report["deleted"] for report in reports) / seconds,
                 "received": len(set(received)),
                 "duplicates": len(received) - len(set(received)),
@@ -58,13 +62,13 @@ def drivers(
     return rows
 
 
-def _work(root: str, name: str, batch: int, seconds: float, go: Path) -> None:
+def _work(root: str, name: str, batch: int, seconds: float, cores: int, go: Path) -> None:
     """One driver of a cell: a warm-up batch, then `receive_df` + `delete_df` for `seconds` once
     `go` exists; prints the ids it received, how many it deleted within the window and its
     conflict retries."""
     from ..session import spark_session  # here: the parent process starts no JVM
 
-    broker = Broker(spark_session(), root)
+    broker = Broker(spark_session(**{"spark.master": f"local[{cores}]"}), root)
     queue = broker.get_queue(name)
     received: list[str] = []
 
@@ -87,10 +91,11 @@ def _work(root: str, name: str, batch: int, seconds: float, go: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="one driver of a drivers cell")
-    for name in ("root", "queue", "batch", "seconds", "go"):
+    for name in ("root", "queue", "batch", "seconds", "cores", "go"):
         parser.add_argument(name)
     args = parser.parse_args(argv)
-    _work(args.root, args.queue, int(args.batch), float(args.seconds), Path(args.go))
+    seconds, cores = float(args.seconds), int(args.cores)
+    _work(args.root, args.queue, int(args.batch), seconds, cores, Path(args.go))
 
 
 if __name__ == "__main__":

@@ -250,7 +250,7 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     for cell in results.get("drivers", []):
         figure = f"{cell['per_s']:,.0f} msg/s, {cell['conflict_retries']} retries"
         figure += f", {cell['duplicates']} twice{DRY[cell['ran_dry']]}"
-        where = f"batch {cell['batch']}, {cell['drivers']} Spark drivers"
+        where = f"batch {cell['batch']}, {cell['drivers']} Spark drivers of {cell['cores']} cores"
         rows.append((f"receive_df + delete_df: {where}", figure, "0 twice"))
     if "redrive" in results:
         passes = results["redrive"]

@@ -61,6 +61,7 @@ class Sizes:
     scaling_batches: str = "10,100,1000,10000"
     drivers_seconds: float = 60.0  # each of 1 and 2 Spark drivers (only with --only drivers)
     drivers_batch: int = 100_000  # each driver's receive_df
+    drivers_cores: int = 1  # each driver's local[N]
     warm_up_rounds: int = (
         2  # bulk sends before the timed one: JIT-compiled, like a long-running job
     )
@@ -269,7 +270,9 @@ def run(
     if "drivers" in scenarios:
         from .drivers import drivers  # not at import: its processes run it as main
 
-        results["drivers"] = drivers(f"{root}/drivers", sizes.drivers_batch, sizes.drivers_seconds)
+        results["drivers"] = drivers(
+            f"{root}/drivers", sizes.drivers_batch, sizes.drivers_seconds, sizes.drivers_cores
+        )
     if "chaos" in scenarios:
         from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main
 
