@@ -3,7 +3,12 @@ it takes with one UPDATE, and `delete_df` of that very DataFrame deletes by the 
 
 from __future__ import annotations
 
+import random
+import subprocess
+import sys
+import threading
 from collections import Counter
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -163,3 +168,102 @@ def test_concurrent_bulk_claims_never_share_a_message(spark, broker):
     counts = Counter(seen)
     assert len(counts) == 300 and max(counts.values()) == 1
     assert queue.stats().visible == queue.stats().in_flight == 0
+
+
+# Holds a lock file exclusively, as another process's Spark commit does; says "waited on" once a
+# process queues for it (in its turnstile), and lets go when its stdin closes.
+_HOLD = """
+import fcntl, os, sys, time
+path = sys.argv[1]
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+turnstile = os.open(path + ".turn", os.O_RDWR | os.O_CREAT, 0o644)
+while True:
+    try:
+        fcntl.flock(turnstile, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        time.sleep(0.01)
+    except BlockingIOError:
+        break
+print("waited on", flush=True)
+sys.stdin.read()
+"""
+
+
+@contextmanager
+def staging(broker, queue, frames: list):
+    """A `receive_df(10)` of `queue` (in a thread, its DataFrame into `frames` afterwards) held
+    at its stage for the block's duration: another process holds the claims table's lock."""
+    ctx = broker.context
+    queue.delete_df(queue.receive_df(1))  # the claims table now exists
+    layout = ctx.storage.layout
+    claims_lock = layout.lock_file(layout.claims(ctx.record(queue.name).location))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, claims_lock], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    receiving = threading.Thread(target=lambda: frames.append(queue.receive_df(10)))
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        receiving.start()
+        assert holder.stdout.readline() == b"waited on\n"  # the receive_df is at its stage
+        yield
+    finally:
+        holder.communicate(timeout=60)  # lets the stage go on
+        receiving.join(120)
+
+
+def reconciles(monkeypatch) -> list:
+    """The claims whose count did not prove them and were reconciled, from now on."""
+    calls: list = []
+    reconcile = ranges.reconcile
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return reconcile(*args, **kwargs)
+
+    monkeypatch.setattr(ranges, "reconcile", counted)
+    return calls
+
+
+def test_other_writers_commit_while_a_receive_df_stages(spark, broker, monkeypatch):
+    """On a local root only a claim's own commit takes the queue's turn: while its stage waits,
+    a native receive of the same shard commits; the claim's count then proves nothing, and the
+    two still take different messages."""
+    queue = broker.create_queue("staging", shards=1)
+    queue.send_batch([f"m{i}" for i in range(30)])
+    reconciled = reconciles(monkeypatch)
+    frames: list = []
+    natively: list = []
+    with staging(broker, queue, frames):
+        receiving = threading.Thread(target=lambda: natively.extend(queue.receive(5)))
+        receiving.start()
+        receiving.join(30)
+        committed_meanwhile = not receiving.is_alive()
+    receiving.join(120)
+    assert committed_meanwhile
+    staged = {row.message_id for row in frames[0].collect()}
+    assert len(natively) == 5 and len(staged) == 10
+    assert staged.isdisjoint(m.message_id for m in natively)
+    assert queue.stats().in_flight == 15 and len(reconciled) == 1
+
+
+def test_a_commit_in_other_shards_meanwhile_leaves_the_claims_count_its_proof(
+    spark, broker, monkeypatch
+):
+    """A commit between a claim's read and its UPDATE that changed no file of the claim's
+    shards (here a delete in shard 1 while the claim takes shard 0) leaves the UPDATE's count a
+    proof: no reconciling."""
+    queue = broker.create_queue("apart", shards=2)
+    queue.send_batch([f"m{i}" for i in range(1_000)])  # spread over both shards
+    monkeypatch.setattr(random, "randrange", lambda _: 1)  # a receive starts at that shard
+    [in_shard_1] = queue.receive(1)
+    monkeypatch.setattr(random, "randrange", lambda _: 0)
+    reconciled = reconciles(monkeypatch)
+    frames: list = []
+    with staging(broker, queue, frames):
+        queue.delete(in_shard_1.receipt_handle)
+    staged = frames[0].collect()
+    assert len(staged) == 10 and {row.receipt_handle[:2] for row in staged} == {"0."}
+    assert not reconciled
+    assert queue.delete_df(frames[0]).successful == [row.receipt_handle for row in staged]

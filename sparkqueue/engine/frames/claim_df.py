@@ -74,7 +74,10 @@ def receive_df(
             raise
         return claim
 
-    claim = storage.transact(record.location, attempt, f"receiving from {record.name!r}")
+    # The staging reads the queue and writes the claims table; only the claim's commit takes the
+    # queue's turn (see _Claim.commit), so other writers do not wait through a large stage.
+    what = f"receiving from {record.name!r}"
+    claim = storage.transact(record.location, attempt, what, staged=True)
     claimed = 0
     try:
         claimed = claim.settle()  # steps after the commit: idempotent, each retried on its own
@@ -114,10 +117,12 @@ class _Claim:
         self.by_range: RangeClaim | None = None  # a standard queue's claim, once committed
         self._settled: int | None = None  # the claimed count, when the commit's counts prove it
         self._shards: list[int] = []  # a FIFO claim's shards
-        self._proof = (False, 0)  # a range claim's UPDATE: (counted all staged, version before)
+        # A range claim's UPDATE: (counted all staged, the version before its read, after it).
+        self._proof = (False, 0, 0)
 
     def commit(self) -> None:
-        """Stages up to `granted` rows and makes the claim's one commit on the queue."""
+        """Stages up to `granted` rows, then makes the claim's one commit on the queue in the
+        queue's turn. The staging needs no turn: the commit re-checks every staged row."""
         if self.record.attributes.fifo:
             self._groups(self.granted)
         else:
@@ -131,8 +136,7 @@ class _Claim:
             return self._settled
         ctx, record = self.ctx, self.record
         if self.by_range is not None:
-            counted, before = self._proof
-            if counted and ctx.storage.version(record.location) == before + 1:
+            if self._proven(*self._proof):
                 return self.by_range.count
             won = ranges.reconcile(
                 ctx.storage,
@@ -204,15 +208,29 @@ class _Claim:
         if not claim.count:
             self._settled = 0
             return
-        counts = storage.change(
-            record.location,
-            claim.rows() & to_column(claimable(self.now, attrs)),
-            ("shard", "message_id"),
-            {**self.values, "receipt_handle": self._handle()},
-        )
-        # Only when no other commit came between the read and this one does an equal count
-        # prove the UPDATE claimed exactly the staged rows (see frames/ranges.py): settle() checks.
-        self._proof = (counts.all_of(claim.count), before)
+        with storage.turn(record.location):
+            counts = storage.change(
+                record.location,
+                claim.rows() & to_column(claimable(self.now, attrs)),
+                ("shard", "message_id"),
+                {**self.values, "receipt_handle": self._handle()},
+            )
+            after = storage.version(record.location)  # on a local root, the turn's: this one
+        self._proof = (counts.all_of(claim.count), before, after)
+
+    def _proven(self, counted: bool, before: int, after: int) -> bool:
+        """Whether the UPDATE's count proves that it claimed exactly the staged rows: when no
+        commit but this one, since the read, changed a file of the claim's shards, the UPDATE
+        saw those shards as the stage's read did (see frames/ranges.py). `after` is this commit's
+        version on a local root, maybe a later one elsewhere (then later commits count too)."""
+        if not counted:
+            return False
+        if after == before + 1:
+            return True
+        assert self.by_range is not None
+        shards = [str(shard) for shard, _ in self.by_range.bounds]
+        storage = self.ctx.storage
+        return storage.commits_touching(self.record.location, before, after, "shard", shards) == 1
 
     def _stage_lowest(
         self, ordered: DataFrame, shards: list[int], wanted: int
@@ -241,7 +259,8 @@ class _Claim:
             record.attributes,
             {name: F.col(f"s.{name}") for name in _APPLIED},
         )
-        counts = merge.execute()
+        with ctx.storage.turn(record.location):
+            counts = merge.execute()
         staged_count = sum(row["count"] for row in per_shard)
         if counts.all_of(staged_count):
             self._settled = staged_count
