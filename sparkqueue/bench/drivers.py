@@ -1,5 +1,5 @@
 """The drivers scenario: whether several Spark drivers draining one queue with `receive_df` +
-`delete_df` add throughput, on a local root.
+`delete_df` add throughput, on a local root; and how native consumers fare beside one.
 
 Each cell runs OS processes (`python -m sparkqueue.bench.drivers`), each a Spark driver of its
 own (a local session from the packaged defaults, on `local[cores]`), on one queue filled first. A driver drains
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,8 +25,11 @@ from typing import Any
 
 from ..broker import Broker
 from .processes import together, wait_for_go
+from .timing import percentile
+from .window import during_window
 
 PROCESSES = (1, 2)
+BESIDE = 2  # native consumer threads beside one driver, in the last cell
 # More than two drivers drain in a second here (about 15,000 msg/s at batch 100,000): the
 # backlog is this times the window, plus each driver's warm-up batch.
 MOST_PER_S = 40_000
@@ -34,32 +38,57 @@ MOST_PER_S = 40_000
 def drivers(
     root: str, batch: int, seconds: float, cores: int, processes: Sequence[int] = PROCESSES
 ) -> list[dict[str, Any]]:
-    """One row per driver count: msg/s over the window, and duplicates. Each driver runs
-    `local[cores]`: on a small machine one driver of every core saturates it, so adding drivers
-    would measure the machine, not the queue."""
+    """One row per driver count, then one of a driver beside BESIDE native consumers: msg/s
+    over the window, and duplicates. Each driver runs `local[cores]`: on a small machine one
+    driver of every core saturates it, so adding drivers would measure the machine, not the
+    queue."""
     broker = Broker(None, root)  # the parent fills natively: it starts no JVM of its own
-    rows = []
-    for count in processes:
-        queue = broker.create_queue(f"drivers-{count}")
-        backlog = int(MOST_PER_S * seconds) + count * batch
-        for start in range(0, backlog, 10_000):
-            queue.send_batch([f"work {i}" for i in range(start, min(start + 10_000, backlog))])
-        command = [sys.executable, "-m", "sparkqueue.bench.drivers", root, queue.name]
-        reports = together([*command, str(batch), str(seconds), str(cores)], count, seconds)
-        received = [each for report in reports for each in report["received"]]
-        rows.append(
-            {
-                "batch": batch,
-                "drivers": count,
-                "cores": cores,
-                "per_s": sum(report["deleted"] for report in reports) / seconds,
-                "received": len(set(received)),
-                "duplicates": len(received) - len(set(received)),
-                "conflict_retries": sum(report["retries"] for report in reports),
-                "ran_dry": len(set(received)) >= backlog,  # then the figure is a floor
-            }
-        )
-    return rows
+    cells = [(count, 0) for count in processes] + [(1, BESIDE)]
+    return [_cell(broker, batch, seconds, cores, count, beside) for count, beside in cells]
+
+
+def _cell(
+    broker: Broker, batch: int, seconds: float, cores: int, count: int, beside: int
+) -> dict[str, Any]:
+    queue = broker.create_queue(f"drivers-{count}-beside-{beside}")
+    backlog = int(MOST_PER_S * seconds) + count * batch
+    for start in range(0, backlog, 10_000):
+        queue.send_batch([f"work {i}" for i in range(start, min(start + 10_000, backlog))])
+    taken: list[str] = []
+    receives: list[float] = []
+    stop = threading.Event()
+
+    def consume() -> None:  # as the load scenario's consumers: receive(10) + delete_batch
+        while not stop.is_set():
+            started = time.perf_counter()
+            messages = queue.receive(10, visibility_timeout=3_600)
+            receives.append(time.perf_counter() - started)
+            taken.extend(m.message_id for m in messages)
+            if messages:
+                queue.delete_batch([m.receipt_handle for m in messages])
+
+    command = [sys.executable, "-m", "sparkqueue.bench.drivers", broker.root, queue.name]
+    command += [str(batch), str(seconds), str(cores)]
+    reports = together(
+        command, count, seconds, during=lambda: during_window([consume] * beside, seconds, stop)
+    )
+    received = [each for report in reports for each in report["received"]]
+    everything = received + taken
+    row = {
+        "batch": batch,
+        "drivers": count,
+        "cores": cores,
+        "per_s": sum(report["deleted"] for report in reports) / seconds,
+        "received": len(set(received)),
+        "duplicates": len(everything) - len(set(everything)),
+        "conflict_retries": sum(report["retries"] for report in reports),
+        "ran_dry": len(set(everything)) >= backlog,  # then the figure is a floor
+        "beside": beside,
+    }
+    if beside:
+        row["beside_per_s"] = len(taken) / seconds
+        row["beside_receive_p99_ms"] = percentile(receives, 0.99) * 1000 if receives else 0.0
+    return row
 
 
 def _work(root: str, name: str, batch: int, seconds: float, cores: int, go: Path) -> None:

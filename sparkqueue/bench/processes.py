@@ -12,7 +12,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,16 @@ from .timing import first_line
 START_TIMEOUT_SECONDS = 180.0
 
 
-def together(command: Sequence[str], count: int, seconds: float) -> list[dict[str, Any]]:
+def together(
+    command: Sequence[str],
+    count: int,
+    seconds: float,
+    *,
+    during: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
     """Runs `count` processes of `command` (each given the go file's path as its last argument)
-    through a window of `seconds`; their reports, or an error when one fails to start or fails."""
+    through a window of `seconds`, and `during` here as it starts; their reports, or an error
+    when one fails to start or fails."""
     with tempfile.TemporaryDirectory(prefix="sparkqueue-processes-") as folder:
         go = Path(folder, "go")
         children = [
@@ -35,6 +42,8 @@ def together(command: Sequence[str], count: int, seconds: float) -> list[dict[st
                 if first_line(child, START_TIMEOUT_SECONDS).strip() != b"ready":
                     raise RuntimeError(f"a process of {command[2]} did not start")
             go.touch()
+            if during is not None:
+                during()
             reports = []
             for child in children:
                 out, _ = child.communicate(timeout=seconds + START_TIMEOUT_SECONDS)

@@ -250,7 +250,13 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     for cell in results.get("drivers", []):
         figure = f"{cell['per_s']:,.0f} msg/s, {cell['conflict_retries']} retries"
         figure += f", {cell['duplicates']} twice{DRY[cell['ran_dry']]}"
-        where = f"batch {cell['batch']}, {cell['drivers']} Spark drivers of {cell['cores']} cores"
+        plural = "s" if cell["drivers"] > 1 else ""
+        where = f"batch {cell['batch']}, {cell['drivers']} Spark driver{plural}"
+        where += f", local[{cell['cores']}]"
+        if cell["beside"]:
+            where += f", {cell['beside']} native consumers beside"
+            figure += f"; consumers {cell['beside_per_s']:,.1f} msg/s"
+            figure += f", receive p99 {cell['beside_receive_p99_ms']:,.0f} ms"
         rows.append((f"receive_df + delete_df: {where}", figure, "0 twice"))
     if "redrive" in results:
         passes = results["redrive"]

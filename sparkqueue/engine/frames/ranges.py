@@ -8,8 +8,9 @@ range holds exactly what was read: the claim fixes one `now`, and after the read
 stop being claimable at that `now` (claims, deletes and visibility changes all write a later
 `visible_at`), so when the UPDATE's count equals the staged count the two sets are the same.
 Clocks of different drivers may disagree, so that argument is only trusted when no other commit
-came between the read and the UPDATE (the table's version moved by one); otherwise, and when the
-session reports no counts, `reconcile` compares what the table holds with the stage.
+since the read changed a file of the claim's shards (the table's version moved by one, or the log
+entries in between touch other shards only); otherwise, and when the session reports no counts,
+`reconcile` compares what the table holds with the stage.
 
 The DataFrame `receive_df` returns remembers its claim, so `delete_df` of that very DataFrame
 deletes by the claim (the range and the handles its token issued) instead of joining every handle;
