@@ -56,22 +56,29 @@ def _cell(
         queue.send_batch([f"work {i}" for i in range(start, min(start + 10_000, backlog))])
     taken: list[str] = []
     receives: list[float] = []
+    errors: list[BaseException] = []
     stop = threading.Event()
 
     def consume() -> None:  # as the load scenario's consumers: receive(10) + delete_batch
-        while not stop.is_set():
-            started = time.perf_counter()
-            messages = queue.receive(10, visibility_timeout=3_600)
-            receives.append(time.perf_counter() - started)
-            taken.extend(m.message_id for m in messages)
-            if messages:
-                queue.delete_batch([m.receipt_handle for m in messages])
+        try:
+            while not stop.is_set():
+                started = time.perf_counter()
+                messages = queue.receive(10, visibility_timeout=3_600)
+                receives.append(time.perf_counter() - started)
+                taken.extend(m.message_id for m in messages)
+                if messages:
+                    queue.delete_batch([m.receipt_handle for m in messages])
+        except BaseException as error:  # a failing consumer fails the cell, not a low figure
+            errors.append(error)
+            stop.set()
 
     command = [sys.executable, "-m", "sparkqueue.bench.drivers", broker.root, queue.name]
     command += [str(batch), str(seconds), str(cores)]
     reports = together(
         command, count, seconds, during=lambda: during_window([consume] * beside, seconds, stop)
     )
+    if errors:
+        raise errors[0]
     received = [each for report in reports for each in report["received"]]
     everything = received + taken
     row = {

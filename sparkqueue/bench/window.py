@@ -1,5 +1,5 @@
 """Running a benchmark's loops for a measurement window (every scenario that runs threads: the
-loads, FIFO, worker, endpoint, scaling and peers scenarios)."""
+loads, FIFO, worker, endpoint, scaling, drivers and peers scenarios)."""
 
 from __future__ import annotations
 

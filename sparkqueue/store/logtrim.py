@@ -11,8 +11,10 @@ The rule is Delta's own, on a finer clock: the newest checkpoint written at leas
 the anchor, and every commit, checksum and checkpoint file of an older version goes. Snapshots at
 or after the anchor never read those files. A transaction that had read an older version would
 find its next version's file gone and write it again, unseen behind the checkpoint: so the caller
-trims while holding the table's commit lock alone (`trim_table_log`), when no transaction is in
-flight and every later one reads the newest version. `keep` then bounds only time travel and how
+trims while holding the table's commit lock alone (`trim_table_log`), when no commit is in
+flight and every later one reads the newest version. (A standard queue's `receive_df` reads and
+stages without the lock; its UPDATE, under it, opens the table afresh, and a claim whose read
+predates the trim is checked against the log or the table, never committed at that read.) `keep` then bounds only time travel and how
 long a plain reader may take between listing the log and reading the checkpoint it chose.
 """
 

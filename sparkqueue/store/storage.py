@@ -11,8 +11,8 @@ import functools
 import os
 import shutil
 import threading
-from collections.abc import Callable, Collection, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -28,7 +28,6 @@ from .dml import Counts, Merge, change, in_list
 from .locking import SPARK, commit_lock
 from .logtrim import clear_unfinished_log, trim_table_log
 from .spark_exprs import to_column
-from .spark_log import commits_touching
 from .tables import Layout, Table
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
@@ -177,8 +176,8 @@ class Storage:
         (on a local root). `staged`: the action reads and stages its work elsewhere first and
         takes the table's `turn` itself around its one commit, so that on a local root the
         table's other writers (other processes' Spark commits, every native commit) are not
-        kept waiting through the staging; its commit must not depend on nothing having
-        committed since its read (a claim's UPDATE re-checks its rows' condition)."""
+        kept waiting through the staging; its commit must hold whatever committed since its
+        read (a claim's UPDATE re-checks its rows' condition)."""
         root = self._root
         lock_file = self.layout.lock_file(address)
         return run_transaction(
@@ -189,22 +188,14 @@ class Storage:
             what=what,
         )
 
-    def commits_touching(
-        self, address: str, after: int, through: int, column: str, values: Collection[str]
-    ) -> int | None:
-        """How many commits after version `after`, through `through`, changed files whose
-        partition `column` holds one of `values` (or the table's metadata); None for a table
-        known by name alone, whose log has no path here."""
-        table = self.layout.table(address)
-        where = self.layout.folder(address) if table.named else table.address
-        if where is None:
-            return None
-        return commits_touching(self.spark, where, range(after + 1, through + 1), column, values)
-
-    def turn(self, address: str) -> AbstractContextManager[object]:
+    @contextmanager
+    def turn(self, address: str) -> Iterator[None]:
         """This engine's turn at committing to the table at `address` (the commit lock on a
-        local root; nothing elsewhere), for a `staged` transaction's one commit."""
-        return commit_lock(self.layout.lock_file(address), SPARK)()
+        local root; nothing elsewhere), for a `staged` transaction's one commit; raises
+        QueueDoesNotExist when the table was dropped while the transaction staged."""
+        with commit_lock(self.layout.lock_file(address), SPARK)():
+            self._still_there(address)
+            yield
 
     def append(
         self,

@@ -4,8 +4,6 @@ it takes with one UPDATE, and `delete_df` of that very DataFrame deletes by the 
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import threading
 from collections import Counter
 from contextlib import contextmanager
@@ -16,8 +14,9 @@ from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
 from sparkqueue.engine.frames import ranges
-from sparkqueue.errors import ReceiptHandleIsInvalid
+from sparkqueue.errors import QueueDoesNotExist, ReceiptHandleIsInvalid
 from sparkqueue.model import BatchResult
+from sparkqueue.store.storage import Storage
 from sparkqueue.store.transactions import STALE_READ_MARKER
 
 from .helpers import run_threads
@@ -170,46 +169,36 @@ def test_concurrent_bulk_claims_never_share_a_message(spark, broker):
     assert queue.stats().visible == queue.stats().in_flight == 0
 
 
-# Holds a lock file exclusively, as another process's Spark commit does; says "waited on" once a
-# process queues for it (in its turnstile), and lets go when its stdin closes.
-_HOLD = """
-import fcntl, os, sys, time
-path = sys.argv[1]
-fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-fcntl.flock(fd, fcntl.LOCK_EX)
-print("held", flush=True)
-turnstile = os.open(path + ".turn", os.O_RDWR | os.O_CREAT, 0o644)
-while True:
-    try:
-        fcntl.flock(turnstile, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        fcntl.flock(turnstile, fcntl.LOCK_UN)
-        time.sleep(0.01)
-    except BlockingIOError:
-        break
-print("waited on", flush=True)
-sys.stdin.read()
-"""
-
-
 @contextmanager
-def staging(broker, queue, frames: list):
-    """A `receive_df(10)` of `queue` (in a thread, its DataFrame into `frames` afterwards) held
-    at its stage for the block's duration: another process holds the claims table's lock."""
-    ctx = broker.context
-    queue.delete_df(queue.receive_df(1))  # the claims table now exists
-    layout = ctx.storage.layout
-    claims_lock = layout.lock_file(layout.claims(ctx.record(queue.name).location))
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, claims_lock], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    receiving = threading.Thread(target=lambda: frames.append(queue.receive_df(10)))
+def at_the_turn(monkeypatch, queue, frames: list):
+    """A `receive_df(10)` of `queue` (in a thread; its DataFrame into `frames`) held after its
+    stage, just before it takes the queue's turn for its UPDATE, for the block's duration."""
+    reached, go = threading.Event(), threading.Event()
+    turn = Storage.turn
+
+    @contextmanager
+    def waiting_turn(self, address):
+        reached.set()
+        assert go.wait(60)
+        with turn(self, address):
+            yield
+
+    monkeypatch.setattr(Storage, "turn", waiting_turn)
+    failures: list = []
+
+    def receive() -> None:
+        try:
+            frames.append(queue.receive_df(10))
+        except Exception as error:
+            failures.append(error)
+
+    receiving = threading.Thread(target=receive)
+    receiving.start()
     try:
-        assert holder.stdout.readline() == b"held\n"
-        receiving.start()
-        assert holder.stdout.readline() == b"waited on\n"  # the receive_df is at its stage
-        yield
+        assert reached.wait(60)  # staged, and holding no turn on the queue
+        yield failures
     finally:
-        holder.communicate(timeout=60)  # lets the stage go on
+        go.set()
         receiving.join(120)
 
 
@@ -226,26 +215,24 @@ def reconciles(monkeypatch) -> list:
     return calls
 
 
-def test_other_writers_commit_while_a_receive_df_stages(spark, broker, monkeypatch):
-    """On a local root only a claim's own commit takes the queue's turn: while its stage waits,
-    a native receive of the same shard commits; the claim's count then proves nothing, and the
-    two still take different messages."""
+def test_a_native_receive_commits_between_a_stage_and_its_claim_and_takes_staged_rows(
+    spark, broker, monkeypatch
+):
+    """On a local root a claim takes the queue's turn for its UPDATE only: after its stage of
+    10 of 11 messages, a native receive commits and takes 10 of them, so at least 9 staged ones;
+    the claim's count then falls short, its stage is trimmed to what the UPDATE took, and no
+    message is held twice."""
     queue = broker.create_queue("staging", shards=1)
-    queue.send_batch([f"m{i}" for i in range(30)])
+    queue.send_batch([f"m{i}" for i in range(12)])
+    queue.delete_df(queue.receive_df(1))  # the claims table exists: this test's receive stages
     reconciled = reconciles(monkeypatch)
     frames: list = []
-    natively: list = []
-    with staging(broker, queue, frames):
-        receiving = threading.Thread(target=lambda: natively.extend(queue.receive(5)))
-        receiving.start()
-        receiving.join(30)
-        committed_meanwhile = not receiving.is_alive()
-    receiving.join(120)
-    assert committed_meanwhile
+    with at_the_turn(monkeypatch, queue, frames):
+        natively = queue.receive(10)
     staged = {row.message_id for row in frames[0].collect()}
-    assert len(natively) == 5 and len(staged) == 10
+    assert len(natively) == 10 and len(staged) <= 1 and len(reconciled) == 1
     assert staged.isdisjoint(m.message_id for m in natively)
-    assert queue.stats().in_flight == 15 and len(reconciled) == 1
+    assert queue.stats().in_flight == 10 + len(staged)
 
 
 def test_a_commit_in_other_shards_meanwhile_leaves_the_claims_count_its_proof(
@@ -261,9 +248,18 @@ def test_a_commit_in_other_shards_meanwhile_leaves_the_claims_count_its_proof(
     monkeypatch.setattr(random, "randrange", lambda _: 0)
     reconciled = reconciles(monkeypatch)
     frames: list = []
-    with staging(broker, queue, frames):
+    with at_the_turn(monkeypatch, queue, frames):
         queue.delete(in_shard_1.receipt_handle)
     staged = frames[0].collect()
     assert len(staged) == 10 and {row.receipt_handle[:2] for row in staged} == {"0."}
     assert not reconciled
     assert queue.delete_df(frames[0]).successful == [row.receipt_handle for row in staged]
+
+
+def test_a_queue_deleted_while_a_claim_stages_is_gone_for_the_claim(spark, broker, monkeypatch):
+    queue = broker.create_queue("going", shards=1)
+    queue.send_batch([f"m{i}" for i in range(20)])
+    frames: list = []
+    with at_the_turn(monkeypatch, queue, frames) as failures:
+        broker.delete_queue("going")
+    assert not frames and [type(error) for error in failures] == [QueueDoesNotExist]

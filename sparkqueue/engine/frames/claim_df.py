@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ...errors import TransactionConflict
+from ...errors import QueueDoesNotExist, TransactionConflict
 from ...model import MESSAGE_FIELDS
 from ...rules import handles
 from ...rules.expr import col
@@ -24,6 +24,7 @@ from ...store.native_fifo import FULLEST
 from ...store.registry import QueueRecord
 from ...store.schema import CLAIMS_PARTITIONING, QUEUE_TABLE_PROPERTIES
 from ...store.spark_exprs import to_column
+from ...store.spark_log import commits_touching
 from ...store.spark_schema import CLAIMS_SCHEMA
 from ..conditions import claimable
 from ..context import QueueContext
@@ -68,16 +69,21 @@ def receive_df(
         claim = _Claim(ctx, record, claims_table, now, seconds, granted)
         try:
             claim.commit()
+        except QueueDoesNotExist:  # deleted while the claim staged: its claims table goes too
+            in_flight.settle(granted, 0)
+            raise
         except Exception:
             in_flight.settle(granted, 0)
             _discard(ctx, claims_table, claim.token)  # so the stage never shows rows not claimed
             raise
         return claim
 
-    # The staging reads the queue and writes the claims table; only the claim's commit takes the
-    # queue's turn (see _Claim.commit), so other writers do not wait through a large stage.
+    # A standard queue's claim reads the queue and writes its stage without the queue's turn, and
+    # takes it for its UPDATE only (see _Claim._ranges), so other writers do not wait through a
+    # large stage. A FIFO claim holds it throughout: its MERGE fails whole when any staged row
+    # changed, so writers working meanwhile could make every attempt fail.
     what = f"receiving from {record.name!r}"
-    claim = storage.transact(record.location, attempt, what, staged=True)
+    claim = storage.transact(record.location, attempt, what, staged=not attrs.fifo)
     claimed = 0
     try:
         claimed = claim.settle()  # steps after the commit: idempotent, each retried on its own
@@ -121,8 +127,7 @@ class _Claim:
         self._proof = (False, 0, 0)
 
     def commit(self) -> None:
-        """Stages up to `granted` rows, then makes the claim's one commit on the queue in the
-        queue's turn. The staging needs no turn: the commit re-checks every staged row."""
+        """Stages up to `granted` rows, then makes the claim's one commit on the queue."""
         if self.record.attributes.fifo:
             self._groups(self.granted)
         else:
@@ -185,7 +190,9 @@ class _Claim:
         the shards in order of nearness to it; then one UPDATE by range."""
         record, attrs, storage = self.record, self.record.attributes, self.ctx.storage
         before = storage.version(record.location)
-        visible = self.ctx.read(record).where(to_column(claimable(self.now, attrs)))
+        # Every read at `before`, so the proof (_proven) weighs exactly the commits since.
+        visible = self.ctx.read(record, version=before)
+        visible = visible.where(to_column(claimable(self.now, attrs)))
         first = random.randrange(attrs.shards)
         bounds: dict[int, tuple[str, int]] = {}
         if self.ctx.depths.is_deep(record.location):
@@ -208,29 +215,33 @@ class _Claim:
         if not claim.count:
             self._settled = 0
             return
-        with storage.turn(record.location):
+        with storage.turn(record.location):  # the staging needs none: the UPDATE re-checks rows
             counts = storage.change(
                 record.location,
                 claim.rows() & to_column(claimable(self.now, attrs)),
                 ("shard", "message_id"),
                 {**self.values, "receipt_handle": self._handle()},
             )
-            after = storage.version(record.location)  # on a local root, the turn's: this one
+            try:  # read in the turn: on a local root no other process commits meanwhile
+                after = storage.version(record.location)
+            except Exception:  # the claim committed: nothing may fail it now (then reconcile)
+                after = -1
         self._proof = (counts.all_of(claim.count), before, after)
 
     def _proven(self, counted: bool, before: int, after: int) -> bool:
         """Whether the UPDATE's count proves that it claimed exactly the staged rows: when no
         commit but this one, since the read, changed a file of the claim's shards, the UPDATE
-        saw those shards as the stage's read did (see frames/ranges.py). `after` is this commit's
-        version on a local root, maybe a later one elsewhere (then later commits count too)."""
-        if not counted:
+        saw those shards as the stage's read did (see frames/ranges.py). `after` is this
+        commit's version or a later one (another process's on object storage, another thread's
+        of this one): later commits then count too, which only ever asks for a reconcile."""
+        if not counted or after <= before:
             return False
         if after == before + 1:
             return True
         assert self.by_range is not None
-        shards = [str(shard) for shard, _ in self.by_range.bounds]
-        storage = self.ctx.storage
-        return storage.commits_touching(self.record.location, before, after, "shard", shards) == 1
+        shards = [str(shard) for shard in self.by_range.shards]
+        location = self.record.location
+        return commits_touching(self.ctx.storage, location, before, after, "shard", shards) == 1
 
     def _stage_lowest(
         self, ordered: DataFrame, shards: list[int], wanted: int
@@ -259,8 +270,7 @@ class _Claim:
             record.attributes,
             {name: F.col(f"s.{name}") for name in _APPLIED},
         )
-        with ctx.storage.turn(record.location):
-            counts = merge.execute()
+        counts = merge.execute()
         staged_count = sum(row["count"] for row in per_shard)
         if counts.all_of(staged_count):
             self._settled = staged_count
