@@ -3,6 +3,7 @@ Spark (so the same reader works on every store a Spark session reaches)."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from pyspark.sql.types import MapType, StringType, StructField, StructType
 if TYPE_CHECKING:
     from .storage import Storage
 
+log = logging.getLogger(__name__)
 # Past this many entries the check is not tried: a reconcile's cost is bounded, theirs is not.
 MOST_ENTRIES = 200
 # Characters Spark's file reader expands as a pattern in a path (Delta's own reads do not).
@@ -56,7 +58,8 @@ def commits_touching(
         touching = _touches("add", column, values) | _touches("remove", column, values)
         touching = touching | F.col("metaData").isNotNull() | F.col("protocol").isNotNull()
         return actions.where(touching).select("_metadata.file_path").distinct().count()
-    except Exception:  # whatever went wrong, the caller falls back to what needs no proof
+    except Exception as error:  # whatever went wrong, the caller falls back to what needs no proof
+        log.debug("reading the log entries of %s %s failed: %s", address, versions, error)
         return None
 
 

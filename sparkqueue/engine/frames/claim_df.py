@@ -277,8 +277,12 @@ class _Claim:
 
 
 def _discard(ctx: QueueContext, claims_table: str, token: str) -> None:
-    """Removes a claim whose MERGE failed, so its stage never shows rows it did not claim."""
+    """Removes a claim whose MERGE failed, so its stage never shows rows it did not claim;
+    nothing when the claims table is gone (its queue was deleted: the error that says so is the
+    one to raise)."""
     storage = ctx.storage
+    if not storage.exists(claims_table):
+        return
     storage.transact(
         claims_table,
         lambda: storage.change(
