@@ -96,6 +96,15 @@ def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in
             queue.send_df(spark.createDataFrame([(f"s{{i}}-{{j}}",) for j in range(5)], "body string"))
         sender.join()
         assert queue.stats().visible == 40 * 5 + 6 * 5, queue.stats()
+
+        # A claim's proof reads the log entries since its read on S3 too (each append touched
+        # some shard; none touched a shard the queue does not have).
+        from sparkqueue.store.spark_log import commits_touching
+        location = broker.context.record("jobs").location
+        latest = broker.storage.version(location)
+        every = [str(shard) for shard in range(8)]
+        assert commits_touching(broker.storage, location, latest - 3, latest, "shard", every) == 3
+        assert commits_touching(broker.storage, location, latest - 3, latest, "shard", ["99"]) == 0
         print("ok")
         """
     )
