@@ -42,6 +42,13 @@ def fill(broker: Broker, queue: Any, count: int, *, groups: int = 0) -> None:
         queue.send_df(bodies(broker.spark, count))
 
 
+def fill_in_chunks(queue: Any, count: int) -> None:
+    """Puts `count` bodies in `queue` natively, 10,000 per send_batch: backlogs of millions for
+    the scenarios whose parent process starts no JVM (scaling, drivers)."""
+    for start in range(0, count, 10_000):
+        queue.send_batch([f"work {i}" for i in range(start, min(start + 10_000, count))])
+
+
 def left_in(broker: Broker, queue: Any) -> set[str]:
     """The ids of the messages a receive could still take after a load scenario (what
     `peek_df` shows), read by the broker's engine."""

@@ -2,11 +2,11 @@
 `delete_df` add throughput, on a local root; and how native consumers fare beside one.
 
 Each cell runs OS processes (`python -m sparkqueue.bench.drivers`), each a Spark driver of its
-own (a local session from the packaged defaults, on `local[cores]`), on one queue filled first. A driver drains
-one warm-up batch before the window (its JVM compiles the plans), then loops `receive_df(batch)`
-+ `delete_df` for the window; a batch counts when its delete finished within the window. Each
-batch's message ids are collected (one more small Spark job per batch, in every cell alike), so
-that afterwards every delivery is checked: none twice.
+own (a local session from the packaged defaults, on `local[cores]`), on one queue filled first.
+A driver drains one warm-up batch before the window (its JVM compiles the plans), then loops
+`receive_df(batch)` + `delete_df` for the window; a batch counts when its delete finished
+within the window. Each batch's message ids are collected (one more small Spark job per batch,
+in every cell alike), so that afterwards every delivery is checked: none twice.
 
     python -m sparkqueue.bench --only drivers --drivers-seconds 60 --drivers-batch 100000 \
         --drivers-cores 1
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..broker import Broker
+from .backlog import fill_in_chunks
 from .processes import together, wait_for_go
 from .timing import percentile
 from .window import during_window
@@ -52,8 +53,7 @@ def _cell(
 ) -> dict[str, Any]:
     queue = broker.create_queue(f"drivers-{count}-beside-{beside}")
     backlog = int(MOST_PER_S * seconds) + count * batch
-    for start in range(0, backlog, 10_000):
-        queue.send_batch([f"work {i}" for i in range(start, min(start + 10_000, backlog))])
+    fill_in_chunks(queue, backlog)
     taken: list[str] = []
     receives: list[float] = []
     errors: list[BaseException] = []

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..broker import Broker
+from .backlog import fill_in_chunks
 from .processes import together, wait_for_go
 from .window import during_window
 
@@ -43,7 +44,7 @@ def scaling(
             for process_count in processes:
                 queue = broker.create_queue(f"scaling-{batch}-{thread_count}x{process_count}")
                 backlog = int(_most_per_s(batch) * seconds)
-                _fill(queue, backlog)
+                fill_in_chunks(queue, backlog)
                 received, deleted = _cell(
                     root, queue.name, batch, thread_count, process_count, seconds
                 )
@@ -65,11 +66,6 @@ def _most_per_s(batch: int) -> int:
     """More than a cell of this batch takes a second on this kind of machine (so it never runs
     dry): the backlog is this times the window."""
     return {10: 2_000, 100: 10_000, 1_000: 40_000}.get(batch, 60_000)
-
-
-def _fill(queue: Any, count: int) -> None:
-    for start in range(0, count, 10_000):
-        queue.send_batch([f"work {i}" for i in range(start, min(start + 10_000, count))])
 
 
 def _cell(

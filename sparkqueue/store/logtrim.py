@@ -14,8 +14,9 @@ find its next version's file gone and write it again, unseen behind the checkpoi
 trims while holding the table's commit lock alone (`trim_table_log`), when no commit is in
 flight and every later one reads the newest version. (A standard queue's `receive_df` reads and
 stages without the lock; its UPDATE, under it, opens the table afresh, and a claim whose read
-predates the trim is checked against the log or the table, never committed at that read.) `keep` then bounds only time travel and how
-long a plain reader may take between listing the log and reading the checkpoint it chose.
+predates the trim is checked against the log or the table, never committed at that read.)
+`keep` then bounds only time travel and how long a plain reader may take between listing the
+log and reading the checkpoint it chose.
 """
 
 from __future__ import annotations
