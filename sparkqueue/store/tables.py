@@ -193,11 +193,14 @@ class PathLayout:
         folder = self.folder(address)
         if self.local_dir is None or folder is None:
             return None
-        if not folder.startswith(self.local_dir + os.sep):  # a sink outside the root: beside it
+        # By real paths: brokers that spell one table differently (through a symlink, say) must
+        # take one lock, or Spark's check-then-rename commit could lose a version beside theirs.
+        folder, root = os.path.realpath(folder), os.path.realpath(self.local_dir)
+        if not folder.startswith(root + os.sep):  # a sink outside the root: beside it
             parent, name = os.path.split(folder)
             return os.path.join(parent, f".{name}.sparkqueue.lock")
-        name = folder[len(self.local_dir) :].strip("/").replace("/", "__")
-        return os.path.join(self.local_dir, "_sparkqueue", "locks", f"{name}.lock")
+        name = folder[len(root) :].strip("/").replace("/", "__")
+        return os.path.join(root, "_sparkqueue", "locks", f"{name}.lock")
 
 
 class CatalogLayout:
@@ -261,7 +264,9 @@ class CatalogLayout:
         if not self.table(address).named:
             return PathLayout(self.local_dir).lock_file(address)
         name = address.replace(".", "__")
-        return os.path.join(self.local_dir, "_sparkqueue", "locks", f"{name}.lock")
+        return os.path.join(
+            os.path.realpath(self.local_dir), "_sparkqueue", "locks", f"{name}.lock"
+        )
 
 
 Layout = PathLayout | CatalogLayout

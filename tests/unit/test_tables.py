@@ -80,3 +80,16 @@ def test_catalog_schemas_are_one_or_two_plain_parts(catalog):
 def test_other_catalog_schemas_are_rejected_before_any_sql(catalog):
     with pytest.raises(InvalidParameterValue, match="catalog must name a schema"):
         check_catalog_schema(catalog)
+
+
+def test_one_table_has_one_lock_however_its_root_is_spelled(tmp_path):
+    real = tmp_path / "queues"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    through_link, direct = PathLayout(str(link)), PathLayout(f"{real}/../queues")
+    queue = through_link.new_queue("orders")  # as the registry keeps it: the creator's spelling
+    moved = queue.replace(str(link), str(real))
+    locks = {layout.lock_file(address) for layout in (through_link, direct)
+             for address in (queue, moved)}  # fmt: skip
+    assert locks == {f"{real}/_sparkqueue/locks/queues__{queue.rsplit('/')[-1]}.lock"}

@@ -19,6 +19,7 @@ from ...rules import handles
 from ...rules.expr import Call, Expr, any_of, coalesce, col, lit
 from ...store.registry import QueueRecord
 from ...store.statements import Row
+from ...store.transactions import is_commit_conflict
 from ..conditions import claimable, id_range, in_flight
 from ..context import QueueContext
 from ..fifo import operations as fifo_ops
@@ -138,11 +139,20 @@ def _claim_rows(
         rows, new_handle = by_id, unless_stale(unchanged, handle)
     else:
         rows, new_handle = by_id & unchanged, handle
-    counts = tables.change(record.location, rows, {**values, "receipt_handle": new_handle})
+    mine = by_id & (col("receipt_handle") == handle)
+    try:
+        counts = tables.change(record.location, rows, {**values, "receipt_handle": new_handle})
+    except Exception as error:
+        # The "conflict" may be this very UPDATE, committed with its answer lost (object
+        # storage: the store's retry of the log put found the version taken): rows holding
+        # this claim's handles say so, and a retry would claim other messages besides.
+        landed = is_commit_conflict(error) and tables.select(record.location, ["message_id"], mine)
+        if not landed:
+            raise
+        return [row.message_id for row in landed]
     if counts.all_of(len(ids)):
         return ids
-    mine = tables.select(record.location, ["message_id"], by_id & (col("receipt_handle") == handle))
-    return [row.message_id for row in mine]
+    return [row.message_id for row in tables.select(record.location, ["message_id"], mine)]
 
 
 def still_claimable(found: list[Row], now: datetime, attrs: QueueAttributes) -> Expr:
