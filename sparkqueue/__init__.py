@@ -2,6 +2,7 @@
 
 from . import errors
 from .broker import Broker
+from .datasource import register
 from .model import BatchResult, ConsumeReport, Message, MessageEvent, QueueStats, RedriveReport
 from .queue import Queue
 from .services.settings import RedriveSettings, UpkeepSettings
@@ -21,5 +22,6 @@ __all__ = [
     "RetryPolicy",
     "UpkeepSettings",
     "errors",
+    "register",
     "spark_session",
 ]

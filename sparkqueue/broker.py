@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from .attributes import QueueAttributes
 from .clock import Clock, wall_clock
+from .datasource import register
 from .engine import lifecycle
 from .engine.context import QueueContext
 from .errors import InvalidParameterValue
@@ -83,6 +84,8 @@ class Broker:
         if engine not in ENGINES:
             raise InvalidParameterValue(f"engine must be one of {list(ENGINES)}; got {engine!r}")
         self.spark = spark
+        if spark is not None:  # spark.readStream.format("sparkqueue") and the rest
+            register(spark)
         policy = retry or RetryPolicy()
         storage = _spark_storage(spark, root, catalog, policy, engine)
         layout = storage.layout if storage is not None else PathLayout(str(root))

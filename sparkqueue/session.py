@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .datasource import register
 from .store.spark_s3 import S3_EXCLUDES, S3_PACKAGES, log_store_jar, s3_settings
 
 if TYPE_CHECKING:
@@ -71,6 +72,12 @@ def spark_session(storage_options: Mapping[str, str] | None = None, **conf: str)
     sets the local session up for S3: Hadoop's S3A client from the same endpoint, keys and
     region, and a Delta log store whose commits are conditional puts, so that this session and
     the native engine may write one queue on S3 at once (see docs/how-it-works.md)."""
+    spark = _session(storage_options, conf)
+    register(spark)  # the "sparkqueue" data source
+    return spark
+
+
+def _session(storage_options: Mapping[str, str] | None, conf: Mapping[str, str]) -> SparkSession:
     from pyspark.sql import SparkSession  # installed with sparkqueue[local], or by the platform
 
     active = SparkSession.getActiveSession()
@@ -80,6 +87,9 @@ def spark_session(storage_options: Mapping[str, str] | None = None, **conf: str)
         return SparkSession.builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit, its --conf and --packages rule
         return _submitted_session()
+    # Python data sources and UDFs run in Python workers that Spark starts with $PYSPARK_PYTHON
+    # (`python3` on the PATH by default): this interpreter, whose packages include sparkqueue.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = read_properties(DEFAULTS_FILE)
     settings.update(
         {

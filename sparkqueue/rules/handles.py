@@ -79,6 +79,11 @@ def parse(secret: str, handle: object) -> HandleRef:
     return HandleRef(handle, int(shard), message_id)
 
 
+def shard_of(handle: str) -> int:
+    """The shard a handle this engine issued names (its first part; no MAC check)."""
+    return int(handle.split(".", 1)[0])
+
+
 def issue_expr(secret: str, claim_token: str, shard: Expr, message_id: Expr) -> Expr:
     """`issue` computed by the engine inside a claim's statement, row by row."""
     nonce = prefix(sha256_hex(concat_ws(".", lit(claim_token), message_id)), NONCE_LENGTH)

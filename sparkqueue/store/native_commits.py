@@ -19,21 +19,24 @@ NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_log
 DEFAULT_CHECKPOINT_INTERVAL = 100  # Delta's, for a table that does not set its own
 
 
-def applied(table: DeltaTable, app_id: str) -> bool:
-    """Whether the table holds an idempotent write with this app id (`applying`)."""
-    return (table.transaction_version(app_id) or 0) >= APP_TXN_VERSION
+def applied(table: DeltaTable, app_id: str, version: int = APP_TXN_VERSION) -> bool:
+    """Whether the table holds an idempotent write with this app id at `version` or later
+    (`applying`)."""
+    recorded = table.transaction_version(app_id)
+    return recorded is not None and recorded >= version
 
 
-def applying(app_id: str | None, *, retries: int | None = None) -> CommitProperties | None:
-    """A commit that records `app_id`, so a repeat of it finds it `applied` (a move's copy, after
-    a crash); delta-rs's conflict check rejects it if a concurrent commit recorded the same id.
+def applying(
+    app_id: str | None, *, retries: int | None = None, version: int = APP_TXN_VERSION
+) -> CommitProperties | None:
+    """A commit that records `app_id` (at `version`: a stream's batch id, one app id for a whole
+    stream), so a repeat of it finds it `applied` (a move's copy after a crash, a batch Spark
+    replays); delta-rs's conflict check rejects it if a concurrent commit recorded the same id.
     `retries`: delta-rs's own commit retries at later versions (None: its default)."""
     if app_id is None and retries is None:
         return None
     # With its time, so Delta's setTransactionRetentionDuration lets the app id go in the end.
-    once = (
-        None if app_id is None else [Transaction(app_id, APP_TXN_VERSION, int(time.time() * 1000))]
-    )
+    once = None if app_id is None else [Transaction(app_id, version, int(time.time() * 1000))]
     if retries is None:
         return CommitProperties(app_transactions=once)
     return CommitProperties(max_commit_retries=retries, app_transactions=once)

@@ -40,7 +40,7 @@ from .native_process import check_process
 from .native_sql import quote_name, to_sql
 from .native_upkeep import NativeUpkeep
 from .schema import Columns
-from .statements import MESSAGE_KEY, ListedMerge, Row
+from .statements import APP_TXN_VERSION, MESSAGE_KEY, ListedMerge, Row
 from .tables import PathLayout
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
 
@@ -83,12 +83,12 @@ class NativeTables(NativeUpkeep):
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def open(self, address: str) -> DeltaTable:
-        """The table's latest snapshot; QueueDoesNotExist once it was dropped (a writer that
-        looked its queue up before the delete must not create it anew)."""
+    def open(self, address: str, version: int | None = None) -> DeltaTable:
+        """The table's latest snapshot (or the one at `version`); QueueDoesNotExist once it was
+        dropped (a writer that looked its queue up before the delete must not create it anew)."""
         check_process()
         try:
-            return DeltaTable(self._uri(address), storage_options=self._options)
+            return DeltaTable(self._uri(address), version=version, storage_options=self._options)
         except TableNotFoundError:
             raise QueueDoesNotExist(
                 f"the table {address} does not exist: its queue was deleted"
@@ -106,6 +106,12 @@ class NativeTables(NativeUpkeep):
         with self._kept.lent(address) as table:  # read to the end before another takes it
             return _rows(QueryBuilder().register("t", table).execute(statement))
 
+    def arrow(self, address: str, statement: str, *, at: DeltaTable) -> pa.Table:
+        """`query`'s result as one Arrow table, for readers that hand it on whole (Spark's)."""
+        return pa.RecordBatchReader.from_stream(
+            QueryBuilder().register("t", at).execute(statement)
+        ).read_all()
+
     def select(
         self,
         address: str,
@@ -117,14 +123,7 @@ class NativeTables(NativeUpkeep):
         at: DeltaTable | None = None,
         descending: bool = False,
     ) -> list[Row]:
-        statement = f"SELECT {', '.join(map(quote_name, columns))} FROM t"
-        if where is not None:
-            statement += f" WHERE {to_sql(where)}"
-        if order_by:
-            direction = " DESC" if descending else ""
-            statement += f" ORDER BY {', '.join(quote_name(c) + direction for c in order_by)}"
-        if limit is not None:
-            statement += f" LIMIT {int(limit)}"
+        statement = select_statement(columns, where, order_by, limit, descending)
         return self.query(address, statement, at=at)
 
     def snapshot(self, address: str) -> DeltaTable:
@@ -219,19 +218,20 @@ class NativeTables(NativeUpkeep):
         what: str,
         *,
         app_id: str | None = None,
+        app_version: int = APP_TXN_VERSION,
     ) -> None:
         frame = arrow_table(rows, columns)
 
         def append() -> None:
             with self._kept.lent(address) as table:
-                if app_id is not None and applied(table, app_id):
+                if app_id is not None and applied(table, app_id, app_version):
                     return
                 before = table.version()
                 write_deltalake(
                     table,
                     frame,
                     mode="append",
-                    commit_properties=applying(app_id),
+                    commit_properties=applying(app_id, version=app_version),
                     post_commithook_properties=NO_HOOKS,
                 )
                 after_commit(table, before)
@@ -372,6 +372,25 @@ class NativeTables(NativeUpkeep):
     def _remember(self, address: str) -> None:
         with self._known_lock:
             self._known.add(address)
+
+
+def select_statement(
+    columns: Sequence[str],
+    where: Expr | None = None,
+    order_by: Sequence[str] = (),
+    limit: int | None = None,
+    descending: bool = False,
+) -> str:
+    """A DataFusion SELECT over the table `t` from the rules' expressions."""
+    statement = f"SELECT {', '.join(map(quote_name, columns))} FROM t"
+    if where is not None:
+        statement += f" WHERE {to_sql(where)}"
+    if order_by:
+        direction = " DESC" if descending else ""
+        statement += f" ORDER BY {', '.join(quote_name(c) + direction for c in order_by)}"
+    if limit is not None:
+        statement += f" LIMIT {int(limit)}"
+    return statement
 
 
 def _rows(reader: Any) -> list[Row]:

@@ -12,7 +12,7 @@ LAYERS = [
     {"errors", "limits", "clock", "model", "attributes", "testing", "rules"},
     {"store"},
     {"engine"},
-    {"services"},
+    {"services", "datasource"},
     {"queue", "broker"},
     {"__init__", "session", "bench", "demo", "notebook", "where", "cli", "endpoint", "console"},
 ]

@@ -30,9 +30,15 @@ COLLECTED = ("shard", "message_id", "body", "attributes", "group_id", "deduplica
 
 
 def claim(
-    ctx: QueueContext, record: QueueRecord, max_messages: int, visibility_timeout: int | None
+    ctx: QueueContext,
+    record: QueueRecord,
+    max_messages: int,
+    visibility_timeout: int | None,
+    *,
+    token: str | None = None,
 ) -> list[Message]:
-    """One claim transaction (retried on conflicts) within the queue's in-flight limit."""
+    """One claim transaction (retried on conflicts) within the queue's in-flight limit; its
+    handles from `token` when given (rounds/requests.Ask says why), else from a new one."""
     attrs = record.attributes
     in_flight = ctx.in_flight.of(record.location, attrs.fifo)
 
@@ -46,18 +52,18 @@ def claim(
             found = candidates(ctx, record, now, granted)
             if not found:
                 return []
-            token = handles.new_token()
+            issuing = token or handles.new_token()
             claims = {
                 row.message_id: (
                     row,
-                    handles.issue(record.secret, token, row.shard, row.message_id),
+                    handles.issue(record.secret, issuing, row.shard, row.message_id),
                 )
                 for row in found
             }
             timeout = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
             began = ctx.now()
             values = claim_values(now, ctx.handouts.until(record.location, began, timeout))
-            won = _claim_rows(ctx, record, token, found, now, values)
+            won = _claim_rows(ctx, record, issuing, found, now, values)
             ctx.handouts.took(record.location, began, ctx.now())
         finally:
             in_flight.settle(granted, len(won))

@@ -110,7 +110,11 @@ def send_valid(
 
 
 def send_entries(
-    ctx: QueueContext, record: QueueRecord, entries: list[SendEntry]
+    ctx: QueueContext,
+    record: QueueRecord,
+    entries: list[SendEntry],
+    *,
+    once: tuple[str, int] | None = None,
 ) -> list[SentMessage]:
     """Writes validated entries in one commit, to one random shard or spread over all of them
     (a standard queue: `shards_of`) or each to its group's shard (FIFO); returns their ids (on FIFO queues, a duplicate gets the id of the
@@ -118,7 +122,12 @@ def send_entries(
 
     A standard queue's sends from concurrent callers of one broker share commits (a round of
     the queue's send committer, see rounds/committer.py): one append carries every caller's rows, each
-    caller's placed by `shards_of`, so a producer's send waits for no other producer's commit."""
+    caller's placed by `shards_of`, so a producer's send waits for no other producer's commit.
+
+    `once` = (app id, version): the commit records them, and a send whose app id the table
+    holds at that version or later is skipped: a stream's batch that Spark replays
+    after a crash is not sent again. On a FIFO queue the deduplication ids of the repeat say so
+    instead, within their 5-minute window."""
     now = ctx.now()
     micros = to_micros(now)
     rows = [
@@ -132,6 +141,14 @@ def send_entries(
     ]  # fmt: skip
     if record.attributes.fifo:
         return fifo_ops.send(ctx, record, rows)
+    if once is not None:  # alone, as its commit records the app id
+        app_id, version = once
+        tables = ctx.tables_for(record)
+        what = f"sending to {record.name!r}"
+        tables.append_rows(
+            record.location, MESSAGE_COLUMNS, rows, what, app_id=app_id, app_version=version
+        )
+        return [SentMessage(row["message_id"]) for row in rows]
     committer = ctx.commits.of(f"{record.location}#sends", _fitting)
     return committer.submit(rows, lambda sends: _append_round(ctx, record, sends))
 

@@ -64,6 +64,8 @@ def _fitting(asks: Sequence[Ask], max_rows: int = ROUND_MAX_ROWS) -> int:
     for taken, ask in enumerate(asks):
         rows += ask.rows
         mine = ask.messages()
+        if ask.token is not None:  # a claim of its own token runs alone
+            return taken or 1
         if rows > max_rows or (taken and not named.isdisjoint(mine)):
             return taken
         named |= mine
@@ -87,7 +89,8 @@ def run_round(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[A
             Answer(superseded=frozenset(acknowledge.delete_refs(ctx, record, list(ask.retire))))
         ]
     try:
-        return [Answer(claimed=claim.claim(ctx, record, ask.wanted, ask.timeout))]
+        claimed = claim.claim(ctx, record, ask.wanted, ask.timeout, token=ask.token)
+        return [Answer(claimed=claimed)]
     except OverLimit as error:
         return [Answer(error=error)]
 

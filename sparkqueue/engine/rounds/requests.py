@@ -13,12 +13,15 @@ from ..messages.visibility import Outcomes
 @dataclass(frozen=True)
 class Ask:
     """One caller's operation: messages to retire (delete), visibility changes, and how many
-    messages to claim with which visibility timeout."""
+    messages to claim with which visibility timeout. `token`, when given, is the claim's own
+    (its handles are `handles.issue(secret, token, ...)`), so that its caller can find the
+    claimed rows again from the token alone (a stream's batch); such an ask runs alone."""
 
     retire: tuple[HandleRef, ...] = ()
     changes: tuple[tuple[HandleRef, int], ...] = ()
     wanted: int = 0
     timeout: int = 0
+    token: str | None = None
 
     def messages(self) -> set[str]:
         """The ids of the messages this ask deletes or changes."""

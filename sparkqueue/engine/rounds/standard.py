@@ -59,7 +59,7 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 if row["message_id"] not in busy
             ]
             shares = _shares(found, [ask.wanted for ask in asks], granted)
-            token = handles.new_token()
+            token = (asks[0].token if len(asks) == 1 else None) or handles.new_token()
             issued = {
                 row["message_id"]: handles.issue(
                     record.secret, token, row["shard"], row["message_id"]

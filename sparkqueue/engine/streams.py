@@ -1,0 +1,173 @@
+"""A stream's batches: claims made with a token of their own and found again by it alone.
+
+Spark's streaming source (datasource/stream.py) claims each micro-batch through the queue's
+ordinary claim (rounds/operations.py, the receive's own statement and rules) with a new token,
+and keeps only the token and each shard's range of claimed ids in Spark's offset log. The rows
+that still hold a handle issued from that token are the batch's: what its tasks read, what a
+restart replays, what its heartbeat extends and what Spark's commit of the batch lets go.
+`held_by` is that one rule. A message another receiver took meanwhile holds another handle, so
+it is in none of these.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import InvalidParameterValue, UnsupportedOperation
+from ..limits import MAX_RECEIVE
+from ..model import MESSAGE_FIELDS, Message
+from ..rules import handles
+from ..rules.expr import Expr, any_of, col, lit
+from ..store.native_tables import select_statement
+from ..store.registry import QueueRecord
+from .conditions import claimable, is_message
+from .context import QueueContext
+from .messages.acknowledge import retire_where
+from .messages.visibility import within_ceiling
+from .rounds import operations as rounds
+from .rounds.requests import Ask
+
+_TOKEN = re.compile(r"[0-9a-f]{32}")
+_ID = re.compile(r"[0-9a-f-]{36}")
+
+
+@dataclass(frozen=True)
+class BatchClaim:
+    """One claim of a batch: its token, each shard's lowest and highest claimed id, how many."""
+
+    token: str
+    bounds: tuple[tuple[int, str, str], ...]
+    count: int
+
+    @classmethod
+    def of(cls, token: str, claimed: Sequence[Message]) -> BatchClaim:
+        shards: dict[int, list[str]] = {}
+        for message in claimed:
+            shard = handles.shard_of(message.receipt_handle)
+            shards.setdefault(shard, []).append(message.message_id)
+        bounds = tuple((shard, min(ids), max(ids)) for shard, ids in sorted(shards.items()))
+        return cls(token, bounds, len(claimed))
+
+    def to_offset(self) -> dict[str, Any]:
+        """As Spark's offset log keeps it (JSON)."""
+        return {"token": self.token, "bounds": [list(b) for b in self.bounds], "count": self.count}
+
+    @classmethod
+    def from_offset(cls, value: Any) -> BatchClaim:
+        """Read back from an offset log; anything else than what `to_offset` wrote is refused,
+        since these values become literals of statements."""
+        try:
+            token, count = value["token"], int(value["count"])
+            bounds = tuple((int(s), str(lo), str(hi)) for s, lo, hi in value["bounds"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise InvalidParameterValue(f"not a sparkqueue stream offset: {value!r}") from error
+        ids_ok = all(_ID.fullmatch(lo) and _ID.fullmatch(hi) for _, lo, hi in bounds)
+        if not (isinstance(token, str) and _TOKEN.fullmatch(token) and ids_ok):
+            raise InvalidParameterValue(f"not a sparkqueue stream offset: {value!r}")
+        return cls(token, bounds, count)
+
+    @property
+    def shards(self) -> list[int]:
+        return [shard for shard, _, _ in self.bounds]
+
+
+def held_by(record: QueueRecord, claims: Sequence[BatchClaim], shard: int | None = None) -> Expr:
+    """Rows still holding a handle one of `claims` issued (in `shard` alone, when given): by
+    literal shards and id ranges first, so a statement reads only the files that can hold them."""
+    ranges = [
+        (col("shard") == s) & (col("message_id") >= lit(lo)) & (col("message_id") <= lit(hi))
+        for claim in claims
+        for s, lo, hi in claim.bounds
+        if shard is None or s == shard
+    ]
+    issued = any_of(
+        [
+            col("receipt_handle")
+            == handles.issue_expr(record.secret, claim.token, col("shard"), col("message_id"))
+            for claim in claims
+        ]
+    )
+    return any_of(ranges) & issued if ranges else lit(False)
+
+
+def claim_batch(
+    ctx: QueueContext, record: QueueRecord, wanted: int, visibility_timeout: int
+) -> list[BatchClaim]:
+    """Claims up to `wanted` messages, MAX_RECEIVE a claim; fewer when the queue has fewer
+    visible (or its in-flight limit is reached: then what was claimed, as SQS answers)."""
+    claims: list[BatchClaim] = []
+    remaining = wanted
+    while remaining > 0:
+        token = handles.new_token()
+        asked = min(remaining, MAX_RECEIVE)
+        answer = rounds.submit(
+            ctx, record, Ask(wanted=asked, timeout=visibility_timeout, token=token)
+        )
+        if not answer.claimed:
+            break
+        claims.append(BatchClaim.of(token, answer.claimed))
+        remaining -= len(answer.claimed)
+        if len(answer.claimed) < asked:
+            break
+    return claims
+
+
+def extend(
+    ctx: QueueContext, record: QueueRecord, claims: Sequence[BatchClaim], seconds: int
+) -> int:
+    """Hides the batch's messages for `seconds` from now (a heartbeat, or a replay making them
+    its own again), within SQS's 12 hours from their receive; how many were still held."""
+    if not claims:
+        return 0
+    until = lit(ctx.now() + timedelta(seconds=seconds))
+    rows = held_by(record, claims) & within_ceiling(until, col("handle_issued_at"))
+    return ctx.tables_for(record).change_where(
+        record.location, rows, f"extending a stream's batch on {record.name!r}",
+        values={"visible_at": until},
+    )  # fmt: skip
+
+
+def finish(ctx: QueueContext, record: QueueRecord, claims: Sequence[BatchClaim]) -> int:
+    """Lets go of the batch's messages once Spark committed it (deletes them, tombstones on a
+    FIFO queue, as every delete); how many it still held."""
+    if not claims:
+        return 0
+    rule = held_by(record, claims) & is_message()
+    what = f"deleting a stream's committed batch from {record.name!r}"
+    return retire_where(ctx, ctx.tables_for(record), record, rule, what)
+
+
+def read_batch(
+    ctx: QueueContext,
+    record: QueueRecord,
+    claims: Sequence[BatchClaim],
+    shard: int,
+    version: int,
+) -> pa.Table:
+    """The batch's rows in `shard` at table `version` (receive_df's columns), natively: what
+    one of its Spark tasks reads."""
+    tables = ctx.native
+    if tables is None:
+        raise UnsupportedOperation("a stream's batch is read by the native engine")
+    statement = select_statement(MESSAGE_FIELDS, held_by(record, claims, shard))
+    return tables.arrow(record.location, statement, at=tables.open(record.location, version))
+
+
+def read_visible(ctx: QueueContext, record: QueueRecord, shard: int) -> pa.Table:
+    """The messages of `shard` visible now, unclaimed and untouched (a batch read's task): the
+    receipt handle is left out, as a peek leaves it."""
+    tables = ctx.native
+    if tables is None or (record.attributes.fifo and not ctx.sequenced(record)):
+        raise UnsupportedOperation(
+            f"the queue {record.name!r} is read by Spark alone (a FIFO table Delta numbers)"
+        )
+    columns = [name for name in MESSAGE_FIELDS if name != "receipt_handle"]
+    visible = claimable(ctx.now(), record.attributes) & (col("shard") == shard) & is_message()
+    statement = select_statement(columns, visible, order_by=["sent_at", "message_id"])
+    return tables.arrow(record.location, statement, at=tables.open(record.location))
