@@ -258,6 +258,15 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
             figure += f"; consumers {cell['beside_per_s']:,.1f} msg/s"
             figure += f", receive p99 {cell['beside_receive_p99_ms']:,.0f} ms"
         rows.append((f"receive_df + delete_df: {where}", figure, "0 twice"))
+    if "streaming" in results:
+        streamed = results["streaming"]
+        for key, what in (("drain", "1 query"), ("two_queries", "2 queries")):
+            cell = streamed[key]
+            figure = f"{cell['per_s']:,.0f} msg/s, {cell['twice']} twice, {cell['left']} left"
+            rows.append((f"AvailableNow drain into Delta, {what}", figure, ">= 50,000 msg/s"))
+        cell = streamed["continuous"]
+        figure = f"p50 {cell['p50_s']:.2f} s, p99 {cell['p99_s']:.2f} s; {cell['left']} left"
+        rows.append((f"stream beside {cell['rate']:,} msg/s, 1 s trigger", figure, "p50 <= 3 s"))
     if "redrive" in results:
         passes = results["redrive"]
         figure = f"spark {passes['redrive_s']:.1f} s | native {passes['native_redrive_s']:.1f} s"

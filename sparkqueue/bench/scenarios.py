@@ -62,6 +62,10 @@ class Sizes:
     drivers_seconds: float = 60.0  # each of 1 and 2 Spark drivers (only with --only drivers)
     drivers_batch: int = 100_000  # each driver's receive_df
     drivers_cores: int = 1  # each driver's local[N]
+    streaming_messages: int = 1_000_000  # drained by AvailableNow (only with --only streaming)
+    streaming_per_trigger: int = 100_000  # the source's maxMessagesPerTrigger
+    streaming_rate: int = 1_000  # the continuous query's producer, msg/s
+    streaming_seconds: float = 60.0  # how long the producer sends
     warm_up_rounds: int = (
         2  # bulk sends before the timed one: JIT-compiled, like a long-running job
     )
@@ -195,10 +199,10 @@ def buffered_latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
 
 SCENARIOS = ("bulk", "latency", "load", "fifo", "buffered", "redrive", "worker", "endpoint",
              "celery", "history", "console", "phases", "start", "checkpoints", "day", "upkeep",
-             "peers", "scaling", "drivers", "chaos")  # fmt: skip
+             "peers", "scaling", "drivers", "chaos", "streaming")  # fmt: skip
 # Run only when named: each takes many minutes (scaling, drivers and chaos start OS processes),
 # and peers measures other systems than ours.
-NAMED_ONLY = ("checkpoints", "day", "upkeep", "peers", "scaling", "drivers", "chaos")
+NAMED_ONLY = ("checkpoints", "day", "upkeep", "peers", "scaling", "drivers", "chaos", "streaming")
 DEFAULT_SCENARIOS = tuple(name for name in SCENARIOS if name not in NAMED_ONLY)
 ENGINES = ("native", "spark")
 # The buffered scenario's backlog, per consumer and second, per message of prefetch: 5,000 at the
@@ -272,6 +276,17 @@ def run(
 
         results["drivers"] = drivers(
             f"{root}/drivers", sizes.drivers_batch, sizes.drivers_seconds, sizes.drivers_cores
+        )
+    if "streaming" in scenarios:
+        from .streaming import streaming
+
+        results["streaming"] = streaming(
+            spark,
+            f"{root}/streaming",
+            sizes.streaming_messages,
+            sizes.streaming_per_trigger,
+            sizes.streaming_rate,
+            sizes.streaming_seconds,
         )
     if "chaos" in scenarios:
         from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main

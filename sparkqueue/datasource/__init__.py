@@ -7,16 +7,23 @@ session (a Spark Connect session's included); `spark_session()` and `Broker(spar
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
+
 
 def register(spark: SparkSession) -> None:
-    """Registers the `"sparkqueue"` format on `spark`."""
-    from .source import QueueSource
-
+    """Registers the `"sparkqueue"` format on `spark`; with a pyspark before 4.2 (no streaming
+    read limits) there is none to register, and everything else works as before."""
+    try:
+        from .source import QueueSource
+    except ImportError as error:
+        log.info("no sparkqueue data source on this pyspark (4.2 or newer has it): %s", error)
+        return
     spark.dataSource.register(QueueSource)
 
 

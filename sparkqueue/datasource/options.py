@@ -15,13 +15,18 @@ from ..attributes import QueueAttributes
 from ..clock import wall_clock
 from ..engine.context import QueueContext
 from ..errors import InvalidParameterValue, MissingParameter
-from ..limits import ATTRIBUTE_CACHE_SECONDS, MAX_RECEIVE_DF, MAX_VISIBILITY_SECONDS
+from ..limits import ATTRIBUTE_CACHE_SECONDS, MAX_VISIBILITY_SECONDS
 from ..rules.checks import check_int, check_queue_name
 from ..store.registry import QueueRecord, Registry
 from ..store.tables import PathLayout, is_native_root
 from ..store.transactions import RetryPolicy
 
 DEFAULT_MAX_PER_TRIGGER = 10_000
+# A batch is at most ten claims (10,000 messages each), each a token every read of it checks.
+MAX_PER_TRIGGER = 100_000
+# A stream's claims last at least this long: the heartbeat's first beat comes a third of it
+# after the claim, and a batch's tasks must hold its messages until then.
+MIN_STREAM_VISIBILITY_SECONDS = 10
 STORAGE_PREFIX = "storage."
 # Option names as users spell them (Spark passes them on in any case).
 OPTIONS = ("root", "catalog", "queue", "maxMessagesPerTrigger", "visibilityTimeout")
@@ -71,8 +76,10 @@ class QueueOptions:
             root=given["root"],
             queue=given["queue"],
             storage=storage,
-            max_per_trigger=_whole("maxMessagesPerTrigger", given, 1, MAX_RECEIVE_DF),
-            visibility_timeout=_whole("visibilityTimeout", given, 0, MAX_VISIBILITY_SECONDS),
+            max_per_trigger=_whole("maxMessagesPerTrigger", given, 1, MAX_PER_TRIGGER),
+            visibility_timeout=_whole(
+                "visibilityTimeout", given, MIN_STREAM_VISIBILITY_SECONDS, MAX_VISIBILITY_SECONDS
+            ),
             checkpoint=given.get("checkpointLocation"),
         )
 
@@ -94,7 +101,7 @@ class QueueOptions:
     def timeout(self, attributes: QueueAttributes) -> int:
         """The visibility timeout a stream's claims take: the option's, else the queue's."""
         if self.visibility_timeout is None:
-            return attributes.visibility_timeout
+            return max(attributes.visibility_timeout, MIN_STREAM_VISIBILITY_SECONDS)
         return self.visibility_timeout
 
 

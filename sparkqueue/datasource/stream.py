@@ -38,7 +38,7 @@ from pyspark.sql.streaming.datasource import (
 
 from ..engine import streams
 from ..engine.messages.inspect import stats
-from ..limits import MAX_RECEIVE_DF
+from ..errors import UnsupportedOperation
 from .options import QueueOptions
 from .rows import batch_rows
 
@@ -84,7 +84,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self.driver.next_batch(start, limit)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[BatchPartition]:
-        return self.driver.plan(end)
+        return self.driver.plan(start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, BatchPartition)
@@ -122,12 +122,14 @@ class _Driver:
 
     def next_batch(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         self.finish_through(start)
-        if isinstance(limit, ReadAllAvailable):
-            wanted = MAX_RECEIVE_DF
-        elif isinstance(limit, ReadMaxRows):
-            wanted = limit.max_rows
-        else:
-            wanted = self.options.max_per_trigger
+        if isinstance(limit, ReadAllAvailable) and self._budget is None:
+            # Trigger.Once: one batch, and no later call would delete its messages
+            raise UnsupportedOperation(
+                "the sparkqueue source runs with trigger(availableNow=True) or a processing-time"
+                " trigger, not Trigger.Once: nothing would delete its one batch's messages"
+            )
+        limited = isinstance(limit, ReadMaxRows)
+        wanted = limit.max_rows if limited else self.options.max_per_trigger
         if self._budget is not None:
             wanted = min(wanted, self._budget)
         if wanted <= 0:
@@ -141,8 +143,10 @@ class _Driver:
         self._hold(batch, claims)
         return {"batch": batch, "claims": [claim.to_offset() for claim in claims]}
 
-    def plan(self, end: dict[str, Any]) -> list[BatchPartition]:
+    def plan(self, start: dict[str, Any], end: dict[str, Any]) -> list[BatchPartition]:
         batch = int(end["batch"])
+        if batch == int(start["batch"]):  # an empty range
+            return []
         claims = [streams.BatchClaim.from_offset(c) for c in end["claims"]]
         with self._lock:
             replay = batch not in self._held
@@ -162,11 +166,13 @@ class _Driver:
             if batch <= self._finished:
                 return
             done = [b for b in self._held if b <= batch]
-            claims = [claim for b in done for claim in self._held.pop(b)]
+            claims = [claim for b in done for claim in self._held[b]]
         if batch not in done:
             claims += [streams.BatchClaim.from_offset(c) for c in end["claims"]]
         streams.finish(self.ctx, self.record, claims)
-        with self._lock:
+        with self._lock:  # only now: the heartbeat keeps them until they are gone
+            for b in done:
+                self._held.pop(b, None)
             self._finished = max(self._finished, batch)
 
     def _hold(self, batch: int, claims: list[streams.BatchClaim]) -> None:

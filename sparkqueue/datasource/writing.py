@@ -10,8 +10,10 @@ repeat's deduplication ids say so, within their 5-minute window).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import Row
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
@@ -19,7 +21,7 @@ from pyspark.sql.types import StructType
 
 from ..attributes import QueueAttributes
 from ..engine.messages.send import SendEntry, send_entries
-from ..errors import MissingParameter
+from ..errors import InvalidParameterValue, MissingParameter
 from .options import QueueOptions
 from .rows import check_write_schema, entries
 
@@ -63,17 +65,38 @@ class QueueStreamWriter(DataSourceStreamWriter):
             )
         self.options = options
         self.attributes: QueueAttributes = options.open()[1].attributes
-        digest = hashlib.sha256(options.checkpoint.encode()).hexdigest()[:32]
-        self.app_id = SINK_APP_PREFIX + digest
+        self.app_id = sink_id(options.checkpoint)
 
     def write(self, iterator: Iterator[Row]) -> CheckedRows:
         return CheckedRows(entries(iterator, self.attributes))
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
+        ctx, record = self.options.open()
+        assert ctx.native is not None
+        recorded = ctx.native.open(record.location).transaction_version(self.app_id)
+        if recorded is not None and recorded > batchId:  # Spark replays its last batch alone
+            raise InvalidParameterValue(
+                f"the queue {record.name!r} holds batch {recorded} of the sink checkpointed at"
+                f" {self.options.checkpoint!r}, and Spark now writes its batch {batchId}: the"
+                " checkpoint was reset or is shared. Give this query a checkpointLocation of its"
+                " own, so that none of its batches is taken for one already sent"
+            )
         _send(self.options, messages, (self.app_id, batchId))
 
     def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing was sent: tasks only check rows."""
+
+
+def sink_id(checkpoint: str) -> str:
+    """The app id a sink's commits record: its checkpoint folder (one spelling: `file:/x/` and
+    `/x` are one) and, where that folder is on this machine's disk, the id of the query Spark
+    keeps in it, so that a query started anew on a reset folder is a sink of its own."""
+    where = checkpoint.removeprefix("file:").rstrip("/") or "/"
+    metadata = Path(where) / "metadata"
+    query = ""
+    if metadata.is_file():
+        query = str(json.loads(metadata.read_text(encoding="utf-8").splitlines()[0])["id"])
+    return SINK_APP_PREFIX + hashlib.sha256(f"{where}\n{query}".encode()).hexdigest()[:32]
 
 
 def _send(

@@ -155,7 +155,8 @@ def read_batch(
     tables = ctx.native
     if tables is None:
         raise UnsupportedOperation("a stream's batch is read by the native engine")
-    statement = select_statement(MESSAGE_FIELDS, held_by(record, claims, shard))
+    order = ["group_id", "sequence_number"] if record.attributes.fifo else ["message_id"]
+    statement = select_statement(MESSAGE_FIELDS, held_by(record, claims, shard), order)
     return tables.arrow(record.location, statement, at=tables.open(record.location, version))
 
 

@@ -133,10 +133,10 @@ def _landed(
     told otherwise (object storage: the log put's answer was lost, the store's retry found the
     version taken, and delta-rs reported a conflict); None when that attempt did not land. A
     send's message ids are new, so finding them means that commit; a commit is whole, so finding
-    only some of them cannot be it."""
+    only some of them cannot be it. Every shard is read: a consumer may have received and
+    deleted one meanwhile, leaving its tombstone (same id and number) in a shard of their own."""
     ids = [row["message_id"] for row in rows]
-    shards = sorted({int(row["shard"]) for row in rows})
-    where = col("shard").isin(shards) & col("message_id").isin(ids)
+    where = col("message_id").isin(ids)
     found = {
         row.message_id: row.sequence_number
         for row in tables.select(address, ["message_id", "sequence_number"], where, at=table)

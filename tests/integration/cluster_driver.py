@@ -36,6 +36,22 @@ def main(master: str, root: str) -> None:
         poll_interval=0,
     )
     results = spark.read.format("delta").load(sink)
+    # The streaming source on the cluster: its tasks read the claimed rows on the executors.
+    queue.send_df(jobs)
+    streamed_to = f"{root}/streamed"
+    (
+        spark.readStream.format("sparkqueue")
+        .option("root", root)
+        .option("queue", "cluster-work")
+        .option("maxMessagesPerTrigger", 200)
+        .load()
+        .writeStream.format("delta")
+        .option("checkpointLocation", f"{root}/checkpoint")
+        .trigger(availableNow=True)
+        .start(streamed_to)
+        .awaitTermination(300)
+    )
+    streamed = spark.read.format("delta").load(streamed_to)
     # Asked after the work, so the executors that ran it have surely registered.
     executors = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
     print(
@@ -50,7 +66,10 @@ def main(master: str, root: str) -> None:
                 "consumed": report.deleted,
                 "result_rows": results.count(),
                 "distinct_results": results.select("message_id").distinct().count(),
+                "streamed": streamed.count(),
+                "distinct_streamed": streamed.select("message_id").distinct().count(),
                 "left": queue.stats().visible,
+                "in_flight": queue.stats().in_flight,
             }
         )
     )

@@ -143,3 +143,30 @@ def queue_bodies(broker, count):
     return broker.spark.range(count).select(
         F.concat(F.lit("job "), F.col("id").cast("string")).alias("body")
     )
+
+
+def test_the_sparkqueue_format_streams_and_writes_over_connect(remote, broker, tmp_path):
+    queue = broker.create_queue("stream")  # Broker(remote, ...) registered the format
+    root = broker.root.removeprefix("file:")
+    rows = remote.createDataFrame([(f"r{i}",) for i in range(30)], "body string")
+    rows.write.format("sparkqueue").option("root", root).option("queue", "stream").mode(
+        "append"
+    ).save()
+    assert queue.stats().visible == 30
+    sink = str(tmp_path / "sink")
+    query = (
+        remote.readStream.format("sparkqueue")
+        .option("root", root)
+        .option("queue", "stream")
+        .option("maxMessagesPerTrigger", 10)
+        .load()
+        .writeStream.format("delta")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start(sink)
+    )
+    query.awaitTermination(300)
+    drained = remote.read.format("delta").load(sink)
+    assert sorted(row.body for row in drained.collect()) == sorted(f"r{i}" for i in range(30))
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (0, 0)

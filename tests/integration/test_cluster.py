@@ -30,4 +30,5 @@ def test_send_receive_delete_and_the_worker_loop_on_a_standalone_cluster(tmp_pat
     assert (seen["sent"], seen["received"], seen["distinct_bodies"]) == (500, 200, 200)
     assert (seen["deleted"], seen["consumed"]) == (200, 300)
     assert seen["result_rows"] == seen["distinct_results"] == 300
-    assert seen["left"] == 0
+    assert seen["streamed"] == seen["distinct_streamed"] == 500
+    assert seen["left"] == seen["in_flight"] == 0

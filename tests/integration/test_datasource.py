@@ -4,6 +4,7 @@ heartbeats, two queries on one queue) and the streaming sink (a replayed batch n
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -84,6 +85,9 @@ def test_wrong_options_columns_and_rows_fail_naming_what_is_allowed(spark, root)
         "catalog",
     )  # fmt: skip
     fails(lambda: _source(spark, root, "orders", maxMessagesPerTrigger="lots"), "whole number")
+    fails(lambda: _source(spark, root, "orders", visibilityTimeout=1), "visibilityTimeout")
+    once = _source(spark, root, "orders").writeStream.format("memory").queryName("once")
+    fails(lambda: once.trigger(once=True).start().awaitTermination(60), "availableNow")
 
     def write(frame, mode: str = "append") -> None:
         frame.write.format("sparkqueue").option("root", root).option("queue", "orders").mode(
@@ -175,6 +179,10 @@ def test_the_sink_sends_each_row_once_even_when_spark_replays_a_batch(spark, roo
     (checkpoint / "commits" / "0").unlink()
     run()
     assert sorted(m.body for m in queue.receive(10)) == [f"r{i}" for i in range(5)]
+    # A new query on the old checkpoint's folder is a sink of its own: its batch 0 is sent.
+    shutil.rmtree(checkpoint)
+    run()
+    assert queue.stats().visible == 5
 
 
 def test_fifo_groups_keep_their_order_across_batches(spark, root, tmp_path):
@@ -212,15 +220,15 @@ def test_a_long_batch_keeps_its_messages_hidden(spark, root, tmp_path):
     other = Broker(None, root).get_queue("work")
     stolen: list[str] = []
 
-    def slow(batch, batch_id):  # the batch runs past twice its 2-second timeout
-        deadline = time.monotonic() + 5
+    def slow(batch, batch_id):  # the batch runs past its 10-second timeout
+        deadline = time.monotonic() + 13
         while time.monotonic() < deadline:
             stolen.extend(m.body for m in other.receive(10))
             time.sleep(0.3)
         batch.write.format("delta").mode("append").save(str(tmp_path / "sink"))
 
     query = (
-        _source(spark, root, "work", visibilityTimeout=2)
+        _source(spark, root, "work", visibilityTimeout=10)
         .writeStream.foreachBatch(slow)
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .trigger(availableNow=True)

@@ -22,7 +22,7 @@ def examples(document: str) -> list[str]:
 @pytest.mark.parametrize(
     ("document", "blocks"),
     [
-        ("README.md", 7),
+        ("README.md", 8),
         ("docs/operations.md", 2),
         ("docs/how-it-works.md", 1),
         ("docs/catalog.md", 1),

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...attributes import QueueAttributes
 from ...clock import to_micros
-from ...errors import EmptyBatchRequest, InvalidParameterValue
+from ...errors import EmptyBatchRequest, InvalidParameterValue, UnsupportedOperation
 from ...limits import (
     MAX_DELAY_SECONDS,
     SEND_ROUND_MAX_BYTES,
@@ -141,9 +141,13 @@ def send_entries(
     ]  # fmt: skip
     if record.attributes.fifo:
         return fifo_ops.send(ctx, record, rows)
-    if once is not None:  # alone, as its commit records the app id
+    if once is not None:  # alone, as its commit records the app id (a native commit's txn)
         app_id, version = once
-        tables = ctx.tables_for(record)
+        tables = ctx.native
+        if tables is None:
+            raise UnsupportedOperation(
+                "a send recorded by app id and version is the native engine's"
+            )
         what = f"sending to {record.name!r}"
         tables.append_rows(
             record.location, MESSAGE_COLUMNS, rows, what, app_id=app_id, app_version=version
