@@ -79,21 +79,19 @@ class BatchClaim:
 
 def held_by(record: QueueRecord, claims: Sequence[BatchClaim], shard: int | None = None) -> Expr:
     """Rows still holding a handle one of `claims` issued (in `shard` alone, when given): by
-    literal shards and id ranges first, so a statement reads only the files that can hold them."""
-    ranges = [
-        (col("shard") == s) & (col("message_id") >= lit(lo)) & (col("message_id") <= lit(hi))
-        for claim in claims
-        for s, lo, hi in claim.bounds
-        if shard is None or s == shard
-    ]
-    issued = any_of(
-        [
-            col("receipt_handle")
-            == handles.issue_expr(record.secret, claim.token, col("shard"), col("message_id"))
-            for claim in claims
+    literal shards and id ranges first, so a statement reads only the files that can hold them,
+    and a row's handle is computed only for the claim whose ranges hold it."""
+    each = []
+    for claim in claims:
+        ranges = [
+            (col("shard") == s) & (col("message_id") >= lit(lo)) & (col("message_id") <= lit(hi))
+            for s, lo, hi in claim.bounds
+            if shard is None or s == shard
         ]
-    )
-    return any_of(ranges) & issued if ranges else lit(False)
+        if ranges:
+            issued = handles.issue_expr(record.secret, claim.token, col("shard"), col("message_id"))
+            each.append(any_of(ranges) & (col("receipt_handle") == issued))
+    return any_of(each) if each else lit(False)
 
 
 def claim_batch(

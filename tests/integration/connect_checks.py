@@ -145,9 +145,9 @@ def queue_bodies(broker, count):
     )
 
 
-def test_the_sparkqueue_format_streams_and_writes_over_connect(remote, broker, tmp_path):
-    queue = broker.create_queue("stream")  # Broker(remote, ...) registered the format
-    root = broker.root.removeprefix("file:")
+def test_the_sparkqueue_format_streams_and_writes_over_connect(remote, tmp_path):
+    root = str(tmp_path / "root")
+    queue = Broker(remote, root).create_queue("stream")  # it registered the format (wall clock)
     rows = remote.createDataFrame([(f"r{i}",) for i in range(30)], "body string")
     rows.write.format("sparkqueue").option("root", root).option("queue", "stream").mode(
         "append"

@@ -41,6 +41,16 @@ def _drain(frame, checkpoint: Path, sink: Path):
     return query
 
 
+def _each_batch(frame, handle, checkpoint: Path):
+    """An AvailableNow query handing each batch to `handle(batch, batch_id)`, started."""
+    return (
+        frame.writeStream.foreachBatch(handle)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+
+
 def _bodies(spark, sink: Path) -> Counter:
     return Counter(row.body for row in spark.read.format("delta").load(str(sink)).collect())
 
@@ -86,7 +96,7 @@ def test_wrong_options_columns_and_rows_fail_naming_what_is_allowed(spark, root)
     )  # fmt: skip
     fails(lambda: _source(spark, root, "orders", maxMessagesPerTrigger="lots"), "whole number")
     fails(lambda: _source(spark, root, "orders", visibilityTimeout=1), "visibilityTimeout")
-    once = _source(spark, root, "orders").writeStream.format("memory").queryName("once")
+    once = _source(spark, root, "orders").writeStream.format("noop")  # leaves no table behind
     fails(lambda: once.trigger(once=True).start().awaitTermination(60), "availableNow")
 
     def write(frame, mode: str = "append") -> None:
@@ -126,13 +136,7 @@ def test_a_failed_batch_is_replayed_on_restart_without_what_another_consumer_too
     def failing(batch, batch_id):
         raise RuntimeError("the sink is down")
 
-    query = (
-        _source(spark, root, "work")
-        .writeStream.foreachBatch(failing)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = _each_batch(_source(spark, root, "work"), failing, checkpoint)
     with pytest.raises(PySparkException, match="the sink is down"):
         query.awaitTermination(120)
     stats = queue.stats()
@@ -199,14 +203,8 @@ def test_fifo_groups_keep_their_order_across_batches(spark, root, tmp_path):
     def collect(batch, batch_id):
         seen.extend((batch_id, row.group_id, row.sequence_number) for row in batch.collect())
 
-    query = (
-        _source(spark, root, "jobs.fifo", maxMessagesPerTrigger=4)
-        .writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(120)
+    frame = _source(spark, root, "jobs.fifo", maxMessagesPerTrigger=4)
+    _each_batch(frame, collect, tmp_path / "checkpoint").awaitTermination(120)
     assert len(seen) == 18
     for group in "abc":
         numbers = [(b, s) for b, g, s in seen if g == group]
@@ -227,14 +225,8 @@ def test_a_long_batch_keeps_its_messages_hidden(spark, root, tmp_path):
             time.sleep(0.3)
         batch.write.format("delta").mode("append").save(str(tmp_path / "sink"))
 
-    query = (
-        _source(spark, root, "work", visibilityTimeout=10)
-        .writeStream.foreachBatch(slow)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(120)
+    frame = _source(spark, root, "work", visibilityTimeout=10)
+    _each_batch(frame, slow, tmp_path / "checkpoint").awaitTermination(120)
     assert stolen == []  # the heartbeat kept every message of the batch hidden
     assert _bodies(spark, tmp_path / "sink") == Counter(f"m{i}" for i in range(10))
     assert queue.stats().in_flight == 0

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from sparkqueue import Broker
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -98,3 +100,14 @@ def test_producer_consumer_and_operations_notebooks_run_end_to_end(spark, tmp_pa
     assert operations["report"].moved_to_dead_letter == 2
     assert left == 2  # moved back
     assert chart.stat().st_size > 0
+
+
+def test_the_stream_consumer_notebook_drains_a_queue_into_delta(spark, tmp_path, monkeypatch):
+    root = str(tmp_path / "root")
+    Broker(spark, root).create_queue("orders").send_batch([f"order {n}" for n in range(12)])
+    monkeypatch.setenv("SPARKQUEUE_ROOT", root)
+    monkeypatch.setenv("SPARKQUEUE_MAX_MESSAGES_PER_TRIGGER", "5")
+    notebook = run_notebook("stream_consumer.py")
+    drained = spark.read.format("delta").load(notebook["results"])
+    assert sorted(row.body for row in drained.collect()) == sorted(f"order {n}" for n in range(12))
+    assert Broker(None, root).get_queue("orders").stats().in_flight == 0

@@ -205,9 +205,11 @@ def test_scheduled_redrive_moves_exhausted_messages_while_serving(pinned, name):
     url = sqs.create_queue(QueueName=name, Attributes={"RedrivePolicy": policy})["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="poison")
     assert sqs.receive_message(QueueUrl=url, VisibilityTimeout=0, WaitTimeSeconds=5)["Messages"]
-    deadline = time.monotonic() + 60
+    # The endpoint's own pass (no redrive job): its first starts a JVM in the server, then
+    # passes every queue of the session's endpoint (40-50 s on a busy 2-core machine).
+    deadline = time.monotonic() + 180
     moved: list = []
-    while not moved and time.monotonic() < deadline:  # no redrive job: the endpoint's own pass
+    while not moved and time.monotonic() < deadline:
         moved = sqs.receive_message(QueueUrl=dlq, WaitTimeSeconds=2).get("Messages", [])
     assert [m["Body"] for m in moved] == ["poison"]
 

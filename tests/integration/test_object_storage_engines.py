@@ -105,6 +105,24 @@ def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in
         every = [str(shard) for shard in range(8)]
         assert commits_touching(broker.storage, location, latest - 3, latest, "shard", every) == 3
         assert commits_touching(broker.storage, location, latest - 3, latest, "shard", ["99"]) == 0
+
+        # The "sparkqueue" format on S3: its Python workers reach the queue natively, with the
+        # store's settings as storage.<key> options.
+        import tempfile
+        def on_s3(builder):
+            builder = builder.format("sparkqueue").option("root", {root!r}).option("queue", "jobs")
+            for key, value in options.items():
+                builder = builder.option(f"storage.{{key}}", value)
+            return builder
+        rows = spark.createDataFrame([("w1",), ("w2",)], "body string")
+        on_s3(rows.write).mode("append").save()
+        local = tempfile.mkdtemp()
+        (on_s3(spark.readStream).option("maxMessagesPerTrigger", 100).load()
+            .writeStream.format("delta").option("checkpointLocation", f"{{local}}/checkpoint")
+            .trigger(availableNow=True).start(f"{{local}}/sink").awaitTermination())
+        streamed = spark.read.format("delta").load(f"{{local}}/sink")
+        assert streamed.select("message_id").distinct().count() == streamed.count() == 232
+        assert queue.stats().visible == queue.stats().in_flight == 0, queue.stats()
         print("ok")
         """
     )

@@ -108,3 +108,12 @@ def test_the_consumer_job_passes_exactly_the_notebooks_parameters(monkeypatch):
         "batch_size": "7",
         "root": "/r",
     }
+
+
+def test_the_stream_consumer_job_passes_exactly_the_notebooks_parameters():
+    path, job = jobs()["sparkqueue_stream_consumer"]
+    [task] = job["tasks"]
+    notebook = (path.parent / task["spark_python_task"]["python_file"]).resolve()
+    arguments = task["spark_python_task"]["parameters"]
+    assert {name.removeprefix("--") for name in arguments[::2]} == notebook_parameters(notebook)
+    assert job["max_concurrent_runs"] == 1  # one query on its checkpoint at a time
