@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -90,8 +89,8 @@ def _continuous(
 
     def land(batch: DataFrame, batch_id: int) -> None:
         batch.write.format("delta").mode("append").save(sink)
-        landed = datetime.now(UTC)
-        latencies.extend((landed - row.sent_at).total_seconds() for row in batch.collect())
+        landed = time.time()  # collected timestamps are naive, in this process's time zone
+        latencies.extend(landed - row.sent_at.timestamp() for row in batch.collect())
 
     query = (
         _source(spark, root, "continuous", per_trigger)
@@ -116,7 +115,10 @@ def _continuous(
     stop.set()
     producer.join()
     time.sleep(3)  # the last sends' batch
+    failed = query.exception()
     query.stop()
+    if failed is not None:
+        raise RuntimeError(f"the continuous query failed: {failed}")
     stats = queue.stats()
     return {
         "rate": rate,

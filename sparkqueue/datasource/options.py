@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..attributes import QueueAttributes
 from ..clock import wall_clock
@@ -20,6 +21,9 @@ from ..rules.checks import check_int, check_queue_name
 from ..store.registry import QueueRecord, Registry
 from ..store.tables import PathLayout, is_native_root
 from ..store.transactions import RetryPolicy
+
+if TYPE_CHECKING:
+    from ..store.native_tables import NativeTables
 
 DEFAULT_MAX_PER_TRIGGER = 10_000
 # A batch is at most ten claims (10,000 messages each), each a token every read of it checks.
@@ -83,8 +87,8 @@ class QueueOptions:
             checkpoint=given.get("checkpointLocation"),
         )
 
-    def open(self) -> tuple[QueueContext, QueueRecord]:
-        """The queue, through the native engine (QueueDoesNotExist when it is not there)."""
+    def tables(self) -> NativeTables:
+        """The root's tables, through the native engine."""
         from ..store.native_tables import NativeTables
 
         layout = PathLayout(self.root)
@@ -93,7 +97,11 @@ class QueueOptions:
                 f"the sparkqueue data source needs a root on the local disk or on object storage"
                 f" (s3://, gs://, abfss://, ...); got {self.root!r}"
             )
-        tables = NativeTables(layout, RetryPolicy(), self.storage or None)
+        return NativeTables(layout, RetryPolicy(), self.storage or None)
+
+    def open(self) -> tuple[QueueContext, QueueRecord]:
+        """The queue, through the native engine (QueueDoesNotExist when it is not there)."""
+        tables = self.tables()
         registry = Registry(tables, ATTRIBUTE_CACHE_SECONDS)
         ctx = QueueContext(tables, registry, wall_clock, native=tables)
         return ctx, ctx.record(self.queue)

@@ -39,6 +39,7 @@ from pyspark.sql.streaming.datasource import (
 from ..engine import streams
 from ..engine.messages.inspect import stats
 from ..errors import UnsupportedOperation
+from ..store.registry import QueueRecord
 from .options import QueueOptions
 from .rows import batch_rows
 
@@ -46,12 +47,18 @@ log = logging.getLogger(__name__)
 HEARTBEAT_SHARE = 3  # a held batch is hidden again every third of its visibility timeout
 
 
-class BatchPartition(InputPartition):
-    """One task of a batch: the rows of one shard that hold the batch's handles, at `version`."""
+ROWS_PER_TASK = 50_000  # a batch's rows a task reads (a task costs ~0.5-1 s to start here)
 
-    def __init__(self, claims: list[dict[str, Any]], shard: int, version: int) -> None:
-        super().__init__(shard)
-        self.claims, self.shard, self.version = claims, shard, version
+
+class BatchPartition(InputPartition):
+    """One task of a batch: the rows of its shards that hold the batch's handles, at `version`
+    of the queue `record` names."""
+
+    def __init__(
+        self, claims: list[dict[str, Any]], shards: list[int], version: int, record: QueueRecord
+    ) -> None:
+        super().__init__(shards)
+        self.claims, self.shards, self.version, self.record = claims, shards, version, record
 
 
 class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -88,9 +95,9 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, BatchPartition)
-        ctx, record = self.options.open()
         claims = [streams.BatchClaim.from_offset(c) for c in partition.claims]
-        table = streams.read_batch(ctx, record, claims, partition.shard, partition.version)
+        tables, record = self.options.tables(), partition.record
+        table = streams.read_batch(tables, record, claims, partition.shards, partition.version)
         yield from batch_rows(table).to_batches()
 
     def commit(self, end: dict[str, Any]) -> None:
@@ -155,8 +162,10 @@ class _Driver:
             self._hold(batch, claims)
         version = self.ctx.native.open(self.record.location).version()
         offsets = [claim.to_offset() for claim in claims]
-        shards = sorted({shard for claim in claims for shard in claim.shards})
-        return [BatchPartition(offsets, shard, version) for shard in shards]
+        return [
+            BatchPartition(offsets, shards, version, self.record)
+            for shards in streams.task_shards(claims, ROWS_PER_TASK)
+        ]
 
     def finish_through(self, end: dict[str, Any]) -> None:
         """Deletes the messages of every batch up to `end`, which Spark has committed: those

@@ -24,7 +24,7 @@ from ..limits import MAX_RECEIVE
 from ..model import MESSAGE_FIELDS, Message
 from ..rules import handles
 from ..rules.expr import Expr, any_of, col, lit
-from ..store.native_tables import select_statement
+from ..store.native_tables import NativeTables, select_statement
 from ..store.registry import QueueRecord
 from .conditions import claimable, is_message
 from .context import QueueContext
@@ -142,20 +142,27 @@ def finish(ctx: QueueContext, record: QueueRecord, claims: Sequence[BatchClaim])
 
 
 def read_batch(
-    ctx: QueueContext,
+    tables: NativeTables,
     record: QueueRecord,
     claims: Sequence[BatchClaim],
-    shard: int,
+    shards: Sequence[int],
     version: int,
 ) -> pa.Table:
-    """The batch's rows in `shard` at table `version` (receive_df's columns), natively: what
-    one of its Spark tasks reads."""
-    tables = ctx.native
-    if tables is None:
-        raise UnsupportedOperation("a stream's batch is read by the native engine")
+    """The batch's rows in `shards` at table `version` (receive_df's columns), natively: what
+    one of its Spark tasks reads (given the queue's record, so a task reads no registry)."""
     order = ["group_id", "sequence_number"] if record.attributes.fifo else ["message_id"]
-    statement = select_statement(MESSAGE_FIELDS, held_by(record, claims, shard), order)
+    rows = any_of([held_by(record, claims, shard) for shard in shards])
+    statement = select_statement(MESSAGE_FIELDS, rows, order)
     return tables.arrow(record.location, statement, at=tables.open(record.location, version))
+
+
+def task_shards(claims: Sequence[BatchClaim], rows_per_task: int) -> list[list[int]]:
+    """The batch's shards dealt to tasks of about `rows_per_task` claimed rows each (at least
+    one task): a small batch is one task, since each task pays a fixed price to start."""
+    shards = sorted({shard for claim in claims for shard in claim.shards})
+    rows = sum(claim.count for claim in claims)
+    tasks = max(1, min(len(shards), -(-rows // rows_per_task)))
+    return [shards[i::tasks] for i in range(tasks)]
 
 
 def read_visible(ctx: QueueContext, record: QueueRecord, shard: int) -> pa.Table:
