@@ -35,8 +35,8 @@ class CheckedRows(WriterCommitMessage):
     entries: list[SendEntry]
 
 
-class QueueWriter(DataSourceWriter):
-    """`df.write.format("sparkqueue")`: every row sent in one commit."""
+class _RowChecks:
+    """What both writers' tasks do: check their rows against the queue's attributes."""
 
     def __init__(self, options: QueueOptions, schema: StructType) -> None:
         check_write_schema(schema)
@@ -45,6 +45,10 @@ class QueueWriter(DataSourceWriter):
 
     def write(self, iterator: Iterator[Row]) -> CheckedRows:
         return CheckedRows(entries(iterator, self.attributes))
+
+
+class QueueWriter(_RowChecks, DataSourceWriter):
+    """`df.write.format("sparkqueue")`: every row sent in one commit."""
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         _send(self.options, messages, None)
@@ -53,22 +57,17 @@ class QueueWriter(DataSourceWriter):
         """Nothing was sent: tasks only check rows."""
 
 
-class QueueStreamWriter(DataSourceStreamWriter):
+class QueueStreamWriter(_RowChecks, DataSourceStreamWriter):
     """The streaming sink: each batch's rows sent once, in one commit."""
 
     def __init__(self, options: QueueOptions, schema: StructType) -> None:
-        check_write_schema(schema)
         if not options.checkpoint:
             raise MissingParameter(
                 "the sparkqueue sink needs the query's checkpointLocation: it names the sink in"
                 " the queue's log, so that a batch run again after a crash is not sent again"
             )
-        self.options = options
-        self.attributes: QueueAttributes = options.open()[1].attributes
+        super().__init__(options, schema)
         self.app_id = sink_id(options.checkpoint)
-
-    def write(self, iterator: Iterator[Row]) -> CheckedRows:
-        return CheckedRows(entries(iterator, self.attributes))
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         ctx, record = self.options.open()
