@@ -39,6 +39,13 @@ def id_range(ids: Iterable[str]) -> Expr:
     return (col("message_id") >= lit(min(named))) & (col("message_id") <= lit(max(named)))
 
 
+def nearness(first: int, shards: int) -> Expr:
+    """How far a row's shard lies after `first`, going round: the order in which a bulk claim
+    takes shards (from one random shard, so that bulk claimers rarely collide, then its
+    neighbours), each shard's messages oldest first."""
+    return (col("shard") - lit(first) + lit(shards)) % lit(shards)
+
+
 def is_message() -> Expr:
     """A message rather than a FIFO deduplication tombstone."""
     return col("shard") != TOMBSTONE_SHARD

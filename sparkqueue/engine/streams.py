@@ -1,16 +1,18 @@
 """A stream's batches: claims made with a token of their own and found again by it alone.
 
-Spark's streaming source (datasource/stream.py) claims each micro-batch through the queue's
-ordinary claim (rounds/operations.py, the receive's own statement and rules) with a new token,
-and keeps only the token and each shard's range of claimed ids in Spark's offset log. The rows
-that still hold a handle issued from that token are the batch's: what its tasks read, what a
-restart replays, what its heartbeat extends and what Spark's commit of the batch lets go.
-`held_by` is that one rule. A message another receiver took meanwhile holds another handle, so
-it is in none of these.
+Spark's streaming source (datasource/stream.py) claims each micro-batch with a new token: on a
+standard queue in one UPDATE of every claimable message in a range of ids per shard (the oldest,
+as `receive_df` takes them), on a FIFO queue through the receive's own claim of group prefixes
+(rounds/operations.py). Spark's offset log keeps only the token and each shard's range of
+claimed ids. The rows that still hold a handle issued from that token are the batch's: what its
+tasks read, what a restart replays, what its heartbeat extends and what Spark's commit of the
+batch lets go. `held_by` is that one rule. A message another receiver took meanwhile holds
+another handle, so it is in none of these.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,16 +21,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import InvalidParameterValue, UnsupportedOperation
+from ..errors import InvalidParameterValue, OverLimit, UnsupportedOperation
 from ..limits import MAX_RECEIVE
 from ..model import MESSAGE_FIELDS, Message
 from ..rules import handles
 from ..rules.expr import Expr, any_of, col, lit
 from ..store.native_tables import NativeTables, select_statement
 from ..store.registry import QueueRecord
-from .conditions import claimable, is_message
+from ..store.transactions import is_commit_conflict
+from .conditions import claimable, is_message, nearness
 from .context import QueueContext
 from .messages.acknowledge import retire_where
+from .messages.claim import claim_values, count_in_flight
 from .messages.visibility import within_ceiling
 from .rounds import operations as rounds
 from .rounds.requests import Ask
@@ -81,24 +85,37 @@ def held_by(record: QueueRecord, claims: Sequence[BatchClaim], shard: int | None
     """Rows still holding a handle one of `claims` issued (in `shard` alone, when given): by
     literal shards and id ranges first, so a statement reads only the files that can hold them,
     and a row's handle is computed only for the claim whose ranges hold it."""
-    each = []
-    for claim in claims:
-        ranges = [
+    each = [
+        _in_bounds(claim, shard) & (col("receipt_handle") == _issued(record, claim.token))
+        for claim in claims
+        if shard is None or shard in claim.shards
+    ]
+    return any_of(each) if each else lit(False)
+
+
+def _in_bounds(claim: BatchClaim, shard: int | None = None) -> Expr:
+    return any_of(
+        [
             (col("shard") == s) & (col("message_id") >= lit(lo)) & (col("message_id") <= lit(hi))
             for s, lo, hi in claim.bounds
             if shard is None or s == shard
         ]
-        if ranges:
-            issued = handles.issue_expr(record.secret, claim.token, col("shard"), col("message_id"))
-            each.append(any_of(ranges) & (col("receipt_handle") == issued))
-    return any_of(each) if each else lit(False)
+    )
+
+
+def _issued(record: QueueRecord, token: str) -> Expr:
+    return handles.issue_expr(record.secret, token, col("shard"), col("message_id"))
 
 
 def claim_batch(
     ctx: QueueContext, record: QueueRecord, wanted: int, visibility_timeout: int
 ) -> list[BatchClaim]:
-    """Claims up to `wanted` messages, MAX_RECEIVE a claim; fewer when the queue has fewer
-    visible (or its in-flight limit is reached: then what was claimed, as SQS answers)."""
+    """Claims up to `wanted` messages; fewer when the queue has fewer visible (or its in-flight
+    limit is reached: then what was claimed, as SQS answers). A FIFO queue's are the receive's
+    group prefixes, MAX_RECEIVE a claim; a standard queue's one claim by range."""
+    if not record.attributes.fifo:
+        claim = _claim_oldest(ctx, record, wanted, visibility_timeout)
+        return [claim] if claim is not None and claim.count else []
     claims: list[BatchClaim] = []
     remaining = wanted
     while remaining > 0:
@@ -114,6 +131,73 @@ def claim_batch(
         if len(answer.claimed) < asked:
             break
     return claims
+
+
+def _claim_oldest(
+    ctx: QueueContext, record: QueueRecord, wanted: int, visibility_timeout: int
+) -> BatchClaim | None:
+    """One UPDATE claims, in each shard it takes, every message claimable now between the
+    lowest and the highest id of a read of the oldest (by nearness to a random shard, as
+    `receive_df`): nothing but ids and counts passes through Python, whatever the batch's size.
+
+    The read picks a prefix of each shard's claimable ids, so the ranges hold exactly those at
+    the claim's `now`; a row that became claimable since (another broker's clock) is claimed
+    too, and counted, since the batch is whatever holds its token's handles. A conflict retries
+    the whole read and claim; one that is this very commit, its answer lost, is recognised by
+    rows holding those handles (as every claim does: messages/claim.py)."""
+    tables, attrs, location = _native(ctx, record), record.attributes, record.location
+    token = handles.new_token()
+    gauge = ctx.in_flight.of(location, fifo=False)
+
+    def attempt() -> BatchClaim | None:
+        now = ctx.now()
+        try:
+            granted = gauge.reserve(
+                wanted, lambda: count_in_flight(ctx, record, now), f"queue {record.name!r}"
+            )
+        except OverLimit:
+            return None
+        claimed = 0
+        try:
+            visible = claimable(now, attrs)
+            order = [nearness(random.randrange(attrs.shards), attrs.shards), col("message_id")]
+            statement = select_statement(["shard", "message_id"], visible, order, granted)
+            ids = tables.arrow(location, statement, at=tables.open(location))
+            if not ids.num_rows:
+                return None
+            ids = ids.cast(pa.schema([("shard", pa.int32()), ("message_id", pa.string())]))
+            per_shard = ids.group_by("shard").aggregate(
+                [("message_id", "min"), ("message_id", "max")]
+            )
+            bounds = tuple(
+                sorted(
+                    zip(
+                        per_shard["shard"].to_pylist(),
+                        per_shard["message_id_min"].to_pylist(),
+                        per_shard["message_id_max"].to_pylist(),
+                        strict=True,
+                    )
+                )
+            )
+            claim = BatchClaim(token, bounds, ids.num_rows)
+            began = ctx.now()
+            until = ctx.handouts.until(location, began, visibility_timeout)
+            values = {**claim_values(now, until), "receipt_handle": _issued(record, token)}
+            try:
+                claimed = tables.change(location, _in_bounds(claim) & visible, values).updated
+            except Exception as error:
+                if not is_commit_conflict(error):
+                    raise
+                held = {"n": held_by(record, [claim])}
+                claimed = int(tables.aggregate(location, held, {})["n"])
+                if not claimed:
+                    raise
+            ctx.handouts.took(location, began, ctx.now())
+        finally:
+            gauge.settle(granted, claimed)
+        return BatchClaim(token, bounds, claimed)
+
+    return tables.transact(location, attempt, f"claiming a stream's batch from {record.name!r}")
 
 
 def extend(
@@ -168,12 +252,18 @@ def task_shards(claims: Sequence[BatchClaim], rows_per_task: int) -> list[list[i
 def read_visible(ctx: QueueContext, record: QueueRecord, shard: int) -> pa.Table:
     """The messages of `shard` visible now, unclaimed and untouched (a batch read's task): the
     receipt handle is left out, as a peek leaves it."""
+    tables = _native(ctx, record)
+    columns = [name for name in MESSAGE_FIELDS if name != "receipt_handle"]
+    visible = claimable(ctx.now(), record.attributes) & (col("shard") == shard) & is_message()
+    statement = select_statement(columns, visible, order_by=["sent_at", "message_id"])
+    return tables.arrow(record.location, statement, at=tables.open(record.location))
+
+
+def _native(ctx: QueueContext, record: QueueRecord) -> NativeTables:
+    """The native engine, which serves Spark's data source in every process it runs in."""
     tables = ctx.native
     if tables is None or (record.attributes.fifo and not ctx.sequenced(record)):
         raise UnsupportedOperation(
             f"the queue {record.name!r} is read by Spark alone (a FIFO table Delta numbers)"
         )
-    columns = [name for name in MESSAGE_FIELDS if name != "receipt_handle"]
-    visible = claimable(ctx.now(), record.attributes) & (col("shard") == shard) & is_message()
-    statement = select_statement(columns, visible, order_by=["sent_at", "message_id"])
-    return tables.arrow(record.location, statement, at=tables.open(record.location))
+    return tables

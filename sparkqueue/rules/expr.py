@@ -56,6 +56,9 @@ class Expr:
     def __sub__(self, other: object) -> Expr:
         return Call("-", (self, _expr(other)))
 
+    def __mod__(self, other: object) -> Expr:
+        return Call("%", (self, _expr(other)))
+
     __hash__ = object.__hash__
 
     def isin(self, values: list[Any] | set[Any]) -> Expr:

@@ -17,7 +17,7 @@ from .transactions import STALE_READ_MARKER
 TIMESTAMP = 'Timestamp(Microsecond, Some("UTC"))'
 _TYPES = {"string": "VARCHAR", "int": "INT", "long": "BIGINT"}
 _INFIX = {"and": "AND", "or": "OR", "==": "=", "!=": "<>", "<=": "<=", "<": "<", ">=": ">=",
-          ">": ">", "+": "+", "-": "-"}  # fmt: skip
+          ">": ">", "+": "+", "-": "-", "%": "%"}  # fmt: skip
 
 
 def to_sql(expr: Expr) -> str:

@@ -19,11 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import pyarrow as pa
-from deltalake import (
-    DeltaTable,
-    QueryBuilder,
-    write_deltalake,
-)
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from deltalake.exceptions import DeltaProtocolError, TableNotFoundError
 from deltalake.fs import DeltaStorageHandler
 
@@ -377,7 +373,7 @@ class NativeTables(NativeUpkeep):
 def select_statement(
     columns: Sequence[str],
     where: Expr | None = None,
-    order_by: Sequence[str] = (),
+    order_by: Sequence[str | Expr] = (),
     limit: int | None = None,
     descending: bool = False,
 ) -> str:
@@ -386,8 +382,9 @@ def select_statement(
     if where is not None:
         statement += f" WHERE {to_sql(where)}"
     if order_by:
+        keys = [to_sql(c) if isinstance(c, Expr) else quote_name(c) for c in order_by]
         direction = " DESC" if descending else ""
-        statement += f" ORDER BY {', '.join(quote_name(c) + direction for c in order_by)}"
+        statement += f" ORDER BY {', '.join(key + direction for key in keys)}"
     if limit is not None:
         statement += f" LIMIT {int(limit)}"
     return statement

@@ -34,6 +34,7 @@ _BINARY: dict[str, Callable[[Column, Column], Column]] = {
     ">": Column.__gt__,
     "+": Column.__add__,
     "-": Column.__sub__,
+    "%": Column.__mod__,
 }
 _UNARY: dict[str, Callable[[Column], Column]] = {
     "not": Column.__invert__,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from sparkqueue import Broker
+from sparkqueue.engine import streams
 from sparkqueue.engine.rounds import operations as rounds
 from sparkqueue.rules import handles
 
@@ -76,3 +77,18 @@ def test_a_shared_round_whose_answer_was_lost_tells_each_ask_its_own_outcome(s3,
     taken = [*first.claimed, *second.claimed, *rest]
     assert sorted(m.message_id for m in taken) == sorted(sent)
     assert not queue.delete_batch([m.receipt_handle for m in [*second.claimed, *rest]]).failed
+
+
+def test_a_stream_batch_whose_claim_lost_its_answer_holds_what_it_claimed_once(s3, broker):
+    queue = broker.create_queue("stream")
+    sent = set(queue.send_batch([f"m{i}" for i in range(5)]))
+    ctx, record = broker.context, broker.context.record("stream")
+    mark = _lost(s3)
+    [claim] = streams.claim_batch(ctx, record, 3, 600)
+    assert _losses_since(s3, mark) == 1
+    assert claim.count == 3
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (2, 3)  # no second claim beside the first
+    assert streams.finish(ctx, record, [claim]) == 3
+    rest = queue.receive(10)
+    assert len(rest) == 2 and {m.message_id for m in rest} < sent

@@ -26,7 +26,7 @@ from ...store.schema import CLAIMS_PARTITIONING, QUEUE_TABLE_PROPERTIES
 from ...store.spark_exprs import to_column
 from ...store.spark_log import commits_touching
 from ...store.spark_schema import CLAIMS_SCHEMA
-from ..conditions import claimable
+from ..conditions import claimable, nearness
 from ..context import QueueContext
 from ..fifo.operations import FifoSnapshot
 from ..messages.claim import claim_values, count_in_flight
@@ -201,8 +201,7 @@ class _Claim:
             visible = visible.where(F.col("shard") != first)
         remaining = wanted - sum(rows for _, rows in bounds.values())
         if remaining > 0:
-            nearness = F.pmod(F.col("shard") - first, F.lit(attrs.shards))
-            ordered = visible.orderBy(nearness, "message_id")
+            ordered = visible.orderBy(to_column(nearness(first, attrs.shards)), "message_id")
             bounds |= self._stage_lowest(ordered, list(range(attrs.shards)), remaining)
         self.ctx.depths.mark(record.location, bounds.get(first, ("", 0))[1] == wanted)
         claim = RangeClaim(

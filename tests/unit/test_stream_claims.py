@@ -1,0 +1,112 @@
+"""A stream batch's claim on a standard queue: one UPDATE by id range per shard (engine/streams.py),
+checked natively with no JVM. The source that uses it is tested in Spark in
+tests/integration/test_datasource.py."""
+
+from __future__ import annotations
+
+import threading
+
+from sparkqueue.engine import streams
+from sparkqueue.engine.rounds import operations as rounds
+
+
+def _held(broker, record, claims) -> list[str]:
+    tables = broker.context.native
+    version = tables.open(record.location).version()
+    shards = sorted({shard for claim in claims for shard in claim.shards})
+    table = streams.read_batch(tables, record, claims, shards, version)
+    return table.column("message_id").to_pylist()
+
+
+def test_a_batch_claims_the_oldest_of_each_shard_it_takes_and_holds_them_for_its_timeout(
+    broker, clock
+):
+    queue = broker.create_queue("work", shards=4)
+    sent = queue.send_batch([f"m{i}" for i in range(40)])
+    ctx, record = broker.context, broker.context.record("work")
+    [claim] = streams.claim_batch(ctx, record, 25, 60)
+    held = _held(broker, record, [claim])
+    assert claim.count == len(held) == 25 and len(set(held)) == 25
+    # each shard's claimed messages are its oldest: no unclaimed one older than a claimed one
+    rest = queue.receive(10, visibility_timeout=0)
+    for shard, _, highest in claim.bounds:
+        assert all(m.message_id > highest for m in rest if m.receipt_handle.startswith(f"{shard}."))
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (15, 25)
+    clock.advance(61)  # the timeout passed: the batch's messages come back, received once
+    again = queue.receive(10_000)
+    assert {m.message_id for m in again} == set(sent)
+    assert {m.receive_count for m in again if m.message_id in held} == {2}
+    assert _held(broker, record, [claim]) == []  # no longer the batch's
+
+
+def test_finishing_a_batch_deletes_what_it_still_holds_and_nothing_else(broker, clock):
+    queue = broker.create_queue("work", shards=2)
+    queue.send_batch([f"m{i}" for i in range(10)])
+    ctx, record = broker.context, broker.context.record("work")
+    [lapsed] = streams.claim_batch(ctx, record, 6, 30)
+    clock.advance(31)  # its timeout passed, and another receiver took every message
+    others = queue.receive(10, visibility_timeout=30)
+    assert len(others) == 10
+    assert streams.finish(ctx, record, [lapsed]) == 0  # it holds none of them now
+    assert not queue.delete_batch([m.receipt_handle for m in others[:4]]).failed
+    clock.advance(31)
+    [kept] = streams.claim_batch(ctx, record, 10, 30)
+    assert kept.count == 6
+    assert streams.finish(ctx, record, [kept]) == 6
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (0, 0)
+
+
+def test_an_empty_queue_or_a_full_in_flight_limit_claims_no_batch(broker):
+    queue = broker.create_queue("idle")
+    ctx, record = broker.context, broker.context.record("idle")
+    assert streams.claim_batch(ctx, record, 100, 30) == []
+    queue.send("one")
+    gauge = ctx.in_flight.of(record.location, fifo=False)
+    granted = gauge.reserve(gauge.limit, lambda: 0)  # every in-flight place taken meanwhile
+    try:
+        assert streams.claim_batch(ctx, record, 100, 30) == []
+    finally:
+        gauge.settle(granted, 0)
+    assert [c.count for c in streams.claim_batch(ctx, record, 100, 30)] == [1]
+
+
+def test_batches_and_receives_on_threads_never_share_a_message_and_lose_none(broker):
+    queue = broker.create_queue("shared", shards=3)
+    sent = set(queue.send_batch([f"m{i}" for i in range(600)]))
+    ctx, record = broker.context, broker.context.record("shared")
+    taken: list[str] = []
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def batches() -> None:
+        try:
+            while claims := streams.claim_batch(ctx, record, 70, 600):
+                held = _held(broker, record, claims)
+                assert len(held) == sum(c.count for c in claims)
+                with lock:
+                    taken.extend(held)
+                streams.finish(ctx, record, claims)
+        except BaseException as error:
+            errors.append(error)
+
+    def receives() -> None:
+        try:
+            while answer := rounds.settle_and_claim(ctx, record, [], 40, 600).claimed:
+                with lock:
+                    taken.extend(m.message_id for m in answer)
+                queue.delete_batch([m.receipt_handle for m in answer])
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=t) for t in (batches, batches, receives)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors, errors
+    assert len(taken) == len(set(taken)) == len(sent)  # each message once, none lost
+    assert set(taken) == sent
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (0, 0)
