@@ -28,11 +28,10 @@ from ..rules import handles
 from ..rules.expr import Expr, any_of, col, lit
 from ..store.native_tables import NativeTables, select_statement
 from ..store.registry import QueueRecord
-from ..store.transactions import is_commit_conflict
-from .conditions import claimable, is_message, nearness
+from .conditions import claimable, id_range, is_message, nearness
 from .context import QueueContext
 from .messages.acknowledge import retire_where
-from .messages.claim import claim_values, count_in_flight
+from .messages.claim import claim_values, count_in_flight, landed
 from .messages.visibility import within_ceiling
 from .rounds import operations as rounds
 from .rounds.requests import Ask
@@ -71,7 +70,9 @@ class BatchClaim:
             bounds = tuple((int(s), str(lo), str(hi)) for s, lo, hi in value["bounds"])
         except (KeyError, TypeError, ValueError) as error:
             raise InvalidParameterValue(f"not a sparkqueue stream offset: {value!r}") from error
-        ids_ok = all(_ID.fullmatch(lo) and _ID.fullmatch(hi) for _, lo, hi in bounds)
+        ids_ok = bool(bounds) and all(
+            _ID.fullmatch(lo) and _ID.fullmatch(hi) for _, lo, hi in bounds
+        )
         if not (isinstance(token, str) and _TOKEN.fullmatch(token) and ids_ok):
             raise InvalidParameterValue(f"not a sparkqueue stream offset: {value!r}")
         return cls(token, bounds, count)
@@ -96,7 +97,7 @@ def held_by(record: QueueRecord, claims: Sequence[BatchClaim], shard: int | None
 def _in_bounds(claim: BatchClaim, shard: int | None = None) -> Expr:
     return any_of(
         [
-            (col("shard") == s) & (col("message_id") >= lit(lo)) & (col("message_id") <= lit(hi))
+            (col("shard") == s) & id_range([lo, hi])
             for s, lo, hi in claim.bounds
             if shard is None or s == shard
         ]
@@ -142,18 +143,23 @@ def _claim_oldest(
 
     The read picks a prefix of each shard's claimable ids, so the ranges hold exactly those at
     the claim's `now`; a row that became claimable since (another broker's clock) is claimed
-    too, and counted, since the batch is whatever holds its token's handles. A conflict retries
-    the whole read and claim; one that is this very commit, its answer lost, is recognised by
-    rows holding those handles (as every claim does: messages/claim.py)."""
+    too, and counted (so a batch may hold a few more than `wanted`), since the batch is
+    whatever holds its token's handles. A conflict retries the whole read and claim, each retry
+    for half as many (fewer files, fewer shards: a large claim beside busy receivers must still
+    win one); a "conflict" that is this very commit, its answer lost, is recognised by rows
+    holding those handles (messages/claim.py, `landed`)."""
     tables, attrs, location = _native(ctx, record), record.attributes, record.location
     token = handles.new_token()
     gauge = ctx.in_flight.of(location, fifo=False)
+    attempts = 0
 
     def attempt() -> BatchClaim | None:
-        now = ctx.now()
+        nonlocal attempts
+        now, asked = ctx.now(), max(1, wanted >> attempts)
+        attempts += 1
         try:
             granted = gauge.reserve(
-                wanted, lambda: count_in_flight(ctx, record, now), f"queue {record.name!r}"
+                asked, lambda: count_in_flight(ctx, record, now), f"queue {record.name!r}"
             )
         except OverLimit:
             return None
@@ -165,39 +171,30 @@ def _claim_oldest(
             ids = tables.arrow(location, statement, at=tables.open(location))
             if not ids.num_rows:
                 return None
-            ids = ids.cast(pa.schema([("shard", pa.int32()), ("message_id", pa.string())]))
-            per_shard = ids.group_by("shard").aggregate(
-                [("message_id", "min"), ("message_id", "max")]
-            )
-            bounds = tuple(
-                sorted(
-                    zip(
-                        per_shard["shard"].to_pylist(),
-                        per_shard["message_id_min"].to_pylist(),
-                        per_shard["message_id_max"].to_pylist(),
-                        strict=True,
-                    )
-                )
-            )
-            claim = BatchClaim(token, bounds, ids.num_rows)
+            claim = BatchClaim(token, _bounds(ids), ids.num_rows)
             began = ctx.now()
             until = ctx.handouts.until(location, began, visibility_timeout)
             values = {**claim_values(now, until), "receipt_handle": _issued(record, token)}
             try:
                 claimed = tables.change(location, _in_bounds(claim) & visible, values).updated
             except Exception as error:
-                if not is_commit_conflict(error):
-                    raise
-                held = {"n": held_by(record, [claim])}
-                claimed = int(tables.aggregate(location, held, {})["n"])
-                if not claimed:
-                    raise
+                claimed = len(landed(tables, location, error, held_by(record, [claim])))
             ctx.handouts.took(location, began, ctx.now())
         finally:
             gauge.settle(granted, claimed)
-        return BatchClaim(token, bounds, claimed)
+        return BatchClaim(token, claim.bounds, claimed)
 
     return tables.transact(location, attempt, f"claiming a stream's batch from {record.name!r}")
+
+
+def _bounds(ids: pa.Table) -> tuple[tuple[int, str, str], ...]:
+    """Each shard's lowest and highest id among `ids` (shard, message_id)."""
+    ids = ids.cast(pa.schema([("shard", pa.int32()), ("message_id", pa.string())]))
+    per_shard = ids.group_by("shard").aggregate([("message_id", "min"), ("message_id", "max")])
+    shards, lows, highs = (
+        per_shard[name].to_pylist() for name in ("shard", "message_id_min", "message_id_max")
+    )
+    return tuple(sorted(zip(shards, lows, highs, strict=True)))
 
 
 def extend(

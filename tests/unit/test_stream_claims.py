@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from sparkqueue.engine import streams
 from sparkqueue.engine.rounds import operations as rounds
+from sparkqueue.errors import InvalidParameterValue
+
+ID = "01900000-0000-7000-8000-000000000000"
 
 
 def _held(broker, record, claims) -> list[str]:
@@ -110,3 +115,26 @@ def test_batches_and_receives_on_threads_never_share_a_message_and_lose_none(bro
     assert set(taken) == sent
     stats = queue.stats()
     assert (stats.visible, stats.in_flight) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    "offset",
+    [
+        {"token": "0" * 32, "bounds": [], "count": 0},  # a batch of no shard
+        {"token": "0' OR 1=1 --" + "0" * 20, "bounds": [[0, ID, ID]], "count": 1},
+        {"token": "0" * 32, "bounds": [[0, ID + "'", ID]], "count": 1},
+        {"token": "0" * 32, "bounds": [[0, ID]], "count": 1},
+        {"token": "0" * 32, "bounds": [["zero", ID, ID]], "count": 1},
+        {"bounds": [[0, ID, ID]], "count": 1},
+        "not an offset",
+    ],
+)
+def test_an_offset_is_read_back_only_as_the_stream_wrote_it(offset):
+    with pytest.raises(InvalidParameterValue, match="not a sparkqueue stream offset"):
+        streams.BatchClaim.from_offset(offset)
+
+
+def test_an_offset_the_stream_wrote_reads_back_the_same(broker):
+    broker.create_queue("work").send_batch(["a", "b", "c"])
+    [claim] = streams.claim_batch(broker.context, broker.context.record("work"), 2, 30)
+    assert streams.BatchClaim.from_offset(claim.to_offset()) == claim

@@ -18,7 +18,7 @@ from ...model import Message
 from ...rules import handles
 from ...rules.expr import Call, Expr, any_of, coalesce, col, lit
 from ...store.registry import QueueRecord
-from ...store.statements import Row
+from ...store.statements import Row, Tables
 from ...store.transactions import is_commit_conflict
 from ..conditions import claimable, id_range, in_flight
 from ..context import QueueContext
@@ -149,16 +149,21 @@ def _claim_rows(
     try:
         counts = tables.change(record.location, rows, {**values, "receipt_handle": new_handle})
     except Exception as error:
-        # The "conflict" may be this very UPDATE, committed with its answer lost (object
-        # storage: the store's retry of the log put found the version taken): rows holding
-        # this claim's handles say so, and a retry would claim other messages besides.
-        landed = is_commit_conflict(error) and tables.select(record.location, ["message_id"], mine)
-        if not landed:
-            raise
-        return [row.message_id for row in landed]
+        return [row.message_id for row in landed(tables, record.location, error, mine)]
     if counts.all_of(len(ids)):
         return ids
     return [row.message_id for row in tables.select(record.location, ["message_id"], mine)]
+
+
+def landed(tables: Tables, location: str, error: Exception, mine: Expr) -> list[Row]:
+    """After a claim's statement failed: the rows holding this claim's handles (`mine`) when the
+    "conflict" was this very statement, committed with its answer lost (object storage: the
+    store's retry of the log put found the version taken), since a retry would claim other
+    messages besides; otherwise the error, raised again."""
+    found = is_commit_conflict(error) and tables.select(location, ["message_id"], mine)
+    if not found:
+        raise error
+    return found
 
 
 def still_claimable(found: list[Row], now: datetime, attrs: QueueAttributes) -> Expr:
