@@ -37,6 +37,8 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from ..engine import streams
+from ..engine.messages import bulk
+from ..engine.messages.bulk import BatchClaim
 from ..engine.messages.inspect import stats
 from ..errors import UnsupportedOperation
 from ..store.registry import QueueRecord
@@ -95,9 +97,9 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, BatchPartition)
-        claims = [streams.BatchClaim.from_offset(c) for c in partition.claims]
+        claims = [BatchClaim.from_offset(c) for c in partition.claims]
         tables, record = self.options.tables(), partition.record
-        table = streams.read_batch(tables, record, claims, partition.shards, partition.version)
+        table = bulk.read_held(tables, record, claims, partition.shards, partition.version)
         yield from batch_rows(table).to_batches()
 
     def commit(self, end: dict[str, Any]) -> None:
@@ -116,7 +118,7 @@ class _Driver:
         self.ctx, self.record = options.open()
         self.options = options
         self.timeout = options.timeout(self.record.attributes)
-        self._held: dict[int, list[streams.BatchClaim]] = {}
+        self._held: dict[int, list[BatchClaim]] = {}
         self._finished = 0  # every batch up to this one is deleted
         self._budget: int | None = None  # AvailableNow: how many messages are left to take
         self._lock = threading.Lock()
@@ -154,7 +156,7 @@ class _Driver:
         batch = int(end["batch"])
         if batch == int(start["batch"]):  # an empty range
             return []
-        claims = [streams.BatchClaim.from_offset(c) for c in end["claims"]]
+        claims = [BatchClaim.from_offset(c) for c in end["claims"]]
         with self._lock:
             replay = batch not in self._held
         if replay and claims:  # a restart's: its messages still its own, for a whole timeout
@@ -177,14 +179,14 @@ class _Driver:
             done = [b for b in self._held if b <= batch]
             claims = [claim for b in done for claim in self._held[b]]
         if batch not in done:
-            claims += [streams.BatchClaim.from_offset(c) for c in end["claims"]]
+            claims += [BatchClaim.from_offset(c) for c in end["claims"]]
         streams.finish(self.ctx, self.record, claims)
         with self._lock:  # only now: the heartbeat keeps them until they are gone
             for b in done:
                 self._held.pop(b, None)
             self._finished = max(self._finished, batch)
 
-    def _hold(self, batch: int, claims: list[streams.BatchClaim]) -> None:
+    def _hold(self, batch: int, claims: list[BatchClaim]) -> None:
         with self._lock:
             self._held[batch] = claims
             if self._beat is None:

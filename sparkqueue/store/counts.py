@@ -7,12 +7,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Counts:
-    """Rows a statement changed, or `known=False` where the session does not report them."""
+    """Rows a statement changed, or `known=False` where the session does not report them; the
+    table version it committed, where the engine says (the native engine's statements)."""
 
     known: bool
     updated: int = 0
     deleted: int = 0
     inserted: int = 0
+    version: int | None = None
 
     @property
     def changed(self) -> int:

@@ -8,6 +8,7 @@ SQL for delta-rs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from ..clock import to_micros
@@ -86,3 +87,23 @@ def quote_text(text: str) -> str:
 def quote_name(name: str) -> str:
     """A column name as DataFusion reads it: double-quoted, inner quotes doubled."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def select_statement(
+    columns: Sequence[str],
+    where: Expr | None = None,
+    order_by: Sequence[str | Expr] = (),
+    limit: int | None = None,
+    descending: bool = False,
+) -> str:
+    """A DataFusion SELECT over the table `t` from the rules' expressions."""
+    statement = f"SELECT {', '.join(map(quote_name, columns))} FROM t"
+    if where is not None:
+        statement += f" WHERE {to_sql(where)}"
+    if order_by:
+        keys = [to_sql(c) if isinstance(c, Expr) else quote_name(c) for c in order_by]
+        direction = " DESC" if descending else ""
+        statement += f" ORDER BY {', '.join(key + direction for key in keys)}"
+    if limit is not None:
+        statement += f" LIMIT {int(limit)}"
+    return statement

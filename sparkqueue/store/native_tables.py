@@ -11,6 +11,7 @@ is a conditional put of the next log version, which the store itself grants to o
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import shutil
@@ -33,7 +34,7 @@ from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
 from .native_history import LogTrimmed, RowState, row_states
 from .native_pool import OpenTables
 from .native_process import check_process
-from .native_sql import quote_name, to_sql
+from .native_sql import quote_name, select_statement, to_sql
 from .native_upkeep import NativeUpkeep
 from .schema import Columns
 from .statements import APP_TXN_VERSION, MESSAGE_KEY, ListedMerge, Row
@@ -192,7 +193,7 @@ class NativeTables(NativeUpkeep):
             )
             counts = Counts(known=True, updated=metric(metrics, "num_updated_rows"))
         after_commit(table, before)
-        return counts
+        return dataclasses.replace(counts, version=table.version())
 
     def change_where(
         self, address: str, rule: Expr, what: str, *, values: dict[str, Expr] | None = None
@@ -217,7 +218,17 @@ class NativeTables(NativeUpkeep):
         app_version: int = APP_TXN_VERSION,
     ) -> None:
         frame = arrow_table(rows, columns)
+        self.append_arrow(address, frame, what, app_id=app_id, app_version=app_version)
 
+    def append_arrow(
+        self,
+        address: str,
+        frame: pa.Table,
+        what: str,
+        *,
+        app_id: str | None = None,
+        app_version: int = APP_TXN_VERSION,
+    ) -> None:
         def append() -> None:
             with self._kept.lent(address) as table:
                 if app_id is not None and applied(table, app_id, app_version):
@@ -368,26 +379,6 @@ class NativeTables(NativeUpkeep):
     def _remember(self, address: str) -> None:
         with self._known_lock:
             self._known.add(address)
-
-
-def select_statement(
-    columns: Sequence[str],
-    where: Expr | None = None,
-    order_by: Sequence[str | Expr] = (),
-    limit: int | None = None,
-    descending: bool = False,
-) -> str:
-    """A DataFusion SELECT over the table `t` from the rules' expressions."""
-    statement = f"SELECT {', '.join(map(quote_name, columns))} FROM t"
-    if where is not None:
-        statement += f" WHERE {to_sql(where)}"
-    if order_by:
-        keys = [to_sql(c) if isinstance(c, Expr) else quote_name(c) for c in order_by]
-        direction = " DESC" if descending else ""
-        statement += f" ORDER BY {', '.join(key + direction for key in keys)}"
-    if limit is not None:
-        statement += f" LIMIT {int(limit)}"
-    return statement
 
 
 def _rows(reader: Any) -> list[Row]:

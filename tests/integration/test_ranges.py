@@ -1,5 +1,7 @@
 """Bulk claims by range on standard queues: `receive_df` claims the oldest messages of the shards
-it takes with one UPDATE, and `delete_df` of that very DataFrame deletes by the claim."""
+it takes with one UPDATE, and `delete_df` of that very DataFrame deletes by the claim. On a
+broker whose per-message engine is native the claim is delta-rs's (messages/bulk.py); on Spark's
+it is staged first (frames/claim_df.py), and the tests of its stage and proof run there."""
 
 from __future__ import annotations
 
@@ -18,14 +20,18 @@ from sparkqueue.errors import QueueDoesNotExist, ReceiptHandleIsInvalid
 from sparkqueue.model import BatchResult
 from sparkqueue.store.storage import Storage
 from sparkqueue.store.transactions import STALE_READ_MARKER
+from tests.integration.conftest import both_engines
 
 from .helpers import run_threads
+
+on_spark = pytest.mark.parametrize("broker", ["spark"], indirect=True)  # the staged claim
 
 
 def numbered(spark, count: int):
     return spark.range(count).select(F.col("id").cast("string").alias("body"))
 
 
+@both_engines
 def test_a_claim_takes_the_oldest_of_each_shard_and_fills_up_from_others(spark, broker):
     queue = broker.create_queue("ranged", shards=4)
     for start in range(0, 200, 50):  # four sends: ids rise from one send to the next
@@ -88,6 +94,7 @@ def test_handles_received_again_fail_and_the_others_are_deleted(spark, broker, c
     assert queue.stats().visible == queue.stats().in_flight == 0
 
 
+@on_spark
 @pytest.mark.parametrize("release_conflicts", [False, True])
 def test_a_claim_raced_by_other_drivers_returns_exactly_what_it_holds(
     spark, broker, clock, monkeypatch, release_conflicts
@@ -149,6 +156,7 @@ def test_a_claim_raced_by_other_drivers_returns_exactly_what_it_holds(
     assert [m.message_id for m in queue.receive(10)] == [oldest]
 
 
+@both_engines
 def test_concurrent_bulk_claims_never_share_a_message(spark, broker):
     queue = broker.create_queue("shared", shards=2)
     queue.send_df(numbered(spark, 300))
@@ -217,6 +225,7 @@ def reconciles(monkeypatch) -> list:
     return calls
 
 
+@on_spark
 def test_a_native_receive_commits_between_a_stage_and_its_claim_and_takes_staged_rows(
     spark, broker, monkeypatch
 ):
@@ -238,6 +247,7 @@ def test_a_native_receive_commits_between_a_stage_and_its_claim_and_takes_staged
     assert queue.stats().in_flight == 10 + len(staged)
 
 
+@on_spark
 def test_a_commit_in_other_shards_meanwhile_leaves_the_claims_count_its_proof(
     spark, broker, monkeypatch
 ):
@@ -260,6 +270,7 @@ def test_a_commit_in_other_shards_meanwhile_leaves_the_claims_count_its_proof(
     assert queue.delete_df(frames[0]).successful == [row.receipt_handle for row in staged]
 
 
+@on_spark
 def test_a_commit_in_the_claims_shard_meanwhile_voids_the_proof_though_the_count_matches(
     spark, broker, monkeypatch
 ):
@@ -279,6 +290,7 @@ def test_a_commit_in_the_claims_shard_meanwhile_voids_the_proof_though_the_count
     assert queue.stats().in_flight == 10 and queue.stats().visible == 11
 
 
+@on_spark
 def test_a_queue_deleted_while_a_claim_stages_is_gone_for_the_claim(spark, broker, monkeypatch):
     queue = broker.create_queue("going", shards=1)
     queue.send_batch([f"m{i}" for i in range(20)])

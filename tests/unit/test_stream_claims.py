@@ -5,12 +5,17 @@ tests/integration/test_datasource.py."""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 
+from sparkqueue import Broker
 from sparkqueue.engine import streams
+from sparkqueue.engine.messages import bulk
+from sparkqueue.engine.messages.bulk import BatchClaim
 from sparkqueue.engine.rounds import operations as rounds
 from sparkqueue.errors import InvalidParameterValue
+from sparkqueue.testing import FakeClock
 
 ID = "01900000-0000-7000-8000-000000000000"
 
@@ -19,7 +24,7 @@ def _held(broker, record, claims) -> list[str]:
     tables = broker.context.native
     version = tables.open(record.location).version()
     shards = sorted({shard for claim in claims for shard in claim.shards})
-    table = streams.read_batch(tables, record, claims, shards, version)
+    table = bulk.read_held(tables, record, claims, shards, version)
     return table.column("message_id").to_pylist()
 
 
@@ -131,10 +136,40 @@ def test_batches_and_receives_on_threads_never_share_a_message_and_lose_none(bro
 )
 def test_an_offset_is_read_back_only_as_the_stream_wrote_it(offset):
     with pytest.raises(InvalidParameterValue, match="not a sparkqueue stream offset"):
-        streams.BatchClaim.from_offset(offset)
+        BatchClaim.from_offset(offset)
 
 
 def test_an_offset_the_stream_wrote_reads_back_the_same(broker):
     broker.create_queue("work").send_batch(["a", "b", "c"])
     [claim] = streams.claim_batch(broker.context, broker.context.record("work"), 2, 30)
-    assert streams.BatchClaim.from_offset(claim.to_offset()) == claim
+    assert BatchClaim.from_offset(claim.to_offset()) == claim
+
+
+def test_a_row_made_claimable_between_the_read_and_the_update_is_released_again(s3, monkeypatch):
+    """On object storage no lock orders a claim's read and its UPDATE. Another broker, its clock
+    behind, releases a message inside the claim's range meanwhile: the UPDATE takes it too, and
+    the claim then releases it again as if never received, holding exactly what it read."""
+    for name, value in s3.options.items():
+        monkeypatch.setenv(name, value)
+    root = f"{s3.new_bucket()}/queues"
+    ahead, behind = FakeClock(), FakeClock(FakeClock()() - timedelta(minutes=5))
+    claimer, other = Broker(None, root, clock=ahead), Broker(None, root, clock=behind)
+    theirs = other.create_queue("work", shards=1)
+    theirs.send_batch([f"m{i}" for i in range(10)])
+    first, second, third = theirs.receive(3, visibility_timeout=600)  # in flight past `ahead`
+    theirs.change_visibility(first.receipt_handle, 0)  # claimable again: the range spans all
+    bounds_of = bulk._bounds
+
+    def meanwhile(ids):
+        theirs.change_visibility(second.receipt_handle, 0)  # visible at `behind`'s now
+        return bounds_of(ids)
+
+    ctx, record = claimer.context, claimer.context.record("work")
+    with monkeypatch.context() as patched:
+        patched.setattr(bulk, "_bounds", meanwhile)
+        claim, _ = bulk.claim_oldest(ctx, record, 100, 30)
+    held = set(_held(claimer, record, [claim]))
+    assert claim.count == len(held) == 8  # read: 8 (the first and seven never received)
+    assert second.message_id not in held and third.message_id not in held
+    [again] = claimer.get_queue("work").receive(10)
+    assert again.message_id == second.message_id and again.receive_count == 2  # one receive

@@ -8,11 +8,13 @@ from pyspark.sql import functions as F
 from ...errors import InvalidParameterValue, ReceiptHandleIsInvalid
 from ...model import BatchResult
 from ...rules import handles
+from ...store.counts import Counts
 from ...store.registry import QueueRecord
 from ...store.spark_exprs import to_column
+from ...store.statements import MESSAGE_KEY
 from ..conditions import tombstone_values
 from ..context import QueueContext
-from ..messages.acknowledge import present
+from ..messages.acknowledge import present, retire_where
 from . import ranges
 from .id_merges import keyed_merge
 from .ranges import RangeClaim
@@ -64,12 +66,17 @@ def _delete_claim(
     """Deletes the rows in the claim's range that still hold the handles it issued; when the
     commit says that was all of them, every handle succeeded, else those whose message is still
     there (received again since, or moved) failed, as handle by handle."""
-    storage = ctx.storage
-    counts = storage.transact(
-        record.location,
-        lambda: storage.change(record.location, claim.held(record.secret), ("shard", "message_id")),
-        f"deleting a claim from {record.name!r}",
-    )
+    what = f"deleting a claim from {record.name!r}"
+    if ctx.tables.engine == "native":  # a standard queue's, deleted as its claim was made
+        deleted = retire_where(ctx, ctx.tables, record, claim.held_rows(record.secret), what)
+        counts = Counts(known=True, deleted=deleted)
+    else:
+        storage = ctx.storage
+        counts = storage.transact(
+            record.location,
+            lambda: storage.change(record.location, claim.held(record.secret), MESSAGE_KEY),
+            what,
+        )
     # Through Arrow: a claim's handles are up to millions of strings, and Row objects cost
     # more to make (docs/performance.md).
     rows = frame.select("message_id", "receipt_handle").toArrow()

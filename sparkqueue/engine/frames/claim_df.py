@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -20,16 +22,18 @@ from ...model import MESSAGE_FIELDS
 from ...rules import handles
 from ...rules.expr import col
 from ...store.dml import in_list
+from ...store.native_arrow import arrow_schema
 from ...store.native_fifo import FULLEST
 from ...store.registry import QueueRecord
-from ...store.schema import CLAIMS_PARTITIONING, QUEUE_TABLE_PROPERTIES
+from ...store.schema import CLAIMS_COLUMNS, CLAIMS_PARTITIONING, QUEUE_TABLE_PROPERTIES
 from ...store.spark_exprs import to_column
 from ...store.spark_log import commits_touching
 from ...store.spark_schema import CLAIMS_SCHEMA
 from ..conditions import claimable, nearness
 from ..context import QueueContext
 from ..fifo.operations import FifoSnapshot
-from ..messages.claim import claim_values, count_in_flight
+from ..messages import bulk
+from ..messages.claim import claim_values, count_in_flight, unclaim_values
 from . import ranges
 from .id_merges import claim_update, keyed_merge
 from .ranges import RangeClaim
@@ -56,8 +60,10 @@ def receive_df(
         properties=QUEUE_TABLE_PROPERTIES,
     )
     attrs = record.attributes
-    in_flight = ctx.in_flight.of(record.location, attrs.fifo)
     seconds = attrs.visibility_timeout if visibility_timeout is None else visibility_timeout
+    if not attrs.fifo and ctx.tables.engine == "native":
+        return _claim_natively(ctx, record, claims_table, max_messages, seconds)
+    in_flight = ctx.in_flight.of(record.location, attrs.fifo)
 
     def attempt() -> _Claim:
         """Read, stage, and the claim's one commit on the queue: the last thing it does, so a
@@ -100,6 +106,31 @@ def receive_df(
     by_range = claim.by_range
     if by_range is not None and by_range.count:
         ctx.range_claims[frame] = by_range  # delete_df of this very frame deletes by its claim
+    return frame
+
+
+def _claim_natively(
+    ctx: QueueContext, record: QueueRecord, claims_table: str, max_messages: int, seconds: int
+) -> DataFrame:
+    """A standard queue's claim where the broker's per-message engine is native: one UPDATE by
+    range (messages/bulk.py), then the rows it holds staged as Spark's claims are (the stage is
+    what makes the DataFrame stable), all by delta-rs: no Spark job until the DataFrame is read."""
+    found = bulk.claim_oldest(ctx, record, max_messages, seconds)
+    frame = ctx.storage.read(claims_table)
+    if found is None:
+        return frame.where(F.lit(False)).select(*MESSAGE_FIELDS)
+    claim, version = found
+    tables = bulk.native(ctx, record)
+    rows = bulk.read_held(tables, record, [claim], claim.shards, version)
+    before = pc.subtract(rows.column("receive_count"), pa.scalar(1, pa.int32()))
+    staged = rows.append_column("expected_count", before).append_column(
+        "claim_id", pa.array([claim.token] * rows.num_rows, pa.string())
+    )
+    what = f"staging a claim on {record.name!r}"
+    tables.append_arrow(claims_table, staged.cast(arrow_schema(CLAIMS_COLUMNS)), what)
+    frame = frame.where(F.col("claim_id") == claim.token).select(*MESSAGE_FIELDS)
+    highest = tuple((shard, high) for shard, _, high in claim.bounds)
+    ctx.range_claims[frame] = RangeClaim(record.location, claim.token, highest, rows.num_rows)
     return frame
 
 
@@ -159,13 +190,7 @@ class _Claim:
 
     def _release(self) -> dict[str, Column]:
         """What a row the claim's UPDATE took beyond its stage becomes: as if never received."""
-        return {
-            "receipt_handle": F.lit(None).cast("string"),
-            "handle_issued_at": F.lit(None).cast("timestamp"),
-            "visible_at": F.lit(self.now),
-            "receive_count": F.col("receive_count") - 1,
-            "first_received_at": F.when(F.col("receive_count") > 1, F.col("first_received_at")),
-        }
+        return {name: to_column(value) for name, value in unclaim_values(self.now).items()}
 
     def _handle(self) -> Column:
         return to_column(

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ...rules import handles
-from ...rules.expr import col
+from ...rules.expr import Expr, any_of, col, lit
 from ...store.dml import in_list
 from ...store.spark_exprs import to_column
 from ...store.storage import Storage
@@ -46,21 +45,28 @@ class RangeClaim:
     def shards(self) -> list[int]:
         return [shard for shard, _ in self.bounds]
 
-    def rows(self) -> Column:
+    def range(self) -> Expr:
         """The range: a literal shard list first, so Delta prunes files and conflicts to it."""
         ranges = [
-            (F.col("shard") == shard) & (F.col("message_id") <= highest)
+            (col("shard") == shard) & (col("message_id") <= lit(highest))
             for shard, highest in self.bounds
         ]
-        return in_list("shard", self.shards) & reduce(Column.__or__, ranges)
+        return col("shard").isin(self.shards) & any_of(ranges)
+
+    def held_rows(self, secret: str) -> Expr:
+        """Rows in the range that still hold this claim's handle (whichever engine reads it)."""
+        issued = handles.issue_expr(secret, self.token, col("shard"), col("message_id"))
+        return self.range() & (col("receipt_handle") == issued)
+
+    def rows(self) -> Column:
+        return to_column(self.range())
 
     def handle(self, secret: str) -> Column:
         """The handle this claim issued to each row."""
         return to_column(handles.issue_expr(secret, self.token, col("shard"), col("message_id")))
 
     def held(self, secret: str) -> Column:
-        """Rows in the range that still hold this claim's handle."""
-        return self.rows() & (F.col("receipt_handle") == self.handle(secret))
+        return to_column(self.held_rows(secret))
 
 
 def bounds_observed(shards: list[int]) -> list[Column]:

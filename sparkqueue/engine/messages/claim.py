@@ -16,7 +16,7 @@ from ...attributes import QueueAttributes
 from ...limits import DEEP_SHARD_ROWS
 from ...model import Message
 from ...rules import handles
-from ...rules.expr import Call, Expr, any_of, coalesce, col, lit
+from ...rules.expr import Call, Expr, any_of, coalesce, col, lit, null, when
 from ...store.registry import QueueRecord
 from ...store.statements import Row, Tables
 from ...store.transactions import is_commit_conflict
@@ -200,6 +200,20 @@ def claim_values(now: datetime, visible_at: datetime) -> dict[str, Expr]:
         "receive_count": col("receive_count") + lit(1, "int"),
         "first_received_at": coalesce(col("first_received_at"), lit(now)),
         "handle_issued_at": lit(now),
+    }
+
+
+def unclaim_values(now: datetime) -> dict[str, Expr]:
+    """What a row a claim took by mistake becomes (one it must not hold: beyond what it was
+    granted): as if that receive had never happened, visible at once."""
+    return {
+        "receipt_handle": null("string"),
+        "handle_issued_at": null("timestamp"),
+        "visible_at": lit(now),
+        "receive_count": col("receive_count") - lit(1, "int"),
+        "first_received_at": when(
+            [(col("receive_count") > lit(1, "int"), col("first_received_at"))], null("timestamp")
+        ),
     }
 
 
