@@ -267,6 +267,13 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         cell = streamed["continuous"]
         figure = f"p50 {cell['p50_s']:.2f} s, p99 {cell['p99_s']:.2f} s; {cell['left']} left"
         rows.append((f"stream beside {cell['rate']:,} msg/s, 1 s trigger", figure, "p50 <= 3 s"))
+        cell = streamed["kills"]
+        figure = (
+            f"{cell['lost']} lost, {cell['twice']} twice, {cell['left']} left; sink rows"
+            f" {cell['rows_lost']} lost, {cell['rows_twice']} twice"
+        )
+        what = f"streaming driver SIGKILLed {cell['kills']} times, restarted"
+        rows.append((what, figure, "0 lost, 0 twice"))
     if "redrive" in results:
         passes = results["redrive"]
         figure = f"spark {passes['redrive_s']:.1f} s | native {passes['native_redrive_s']:.1f} s"

@@ -66,6 +66,7 @@ class Sizes:
     streaming_per_trigger: int = 100_000  # the source's maxMessagesPerTrigger
     streaming_rate: int = 1_000  # the continuous query's producer, msg/s
     streaming_seconds: float = 60.0  # how long the producer sends
+    streaming_kills: int = 3  # SIGKILLs of a streaming driver, each restarted from its checkpoint
     warm_up_rounds: int = (
         2  # bulk sends before the timed one: JIT-compiled, like a long-running job
     )
@@ -287,6 +288,7 @@ def run(
             sizes.streaming_per_trigger,
             sizes.streaming_rate,
             sizes.streaming_seconds,
+            sizes.streaming_kills,
         )
     if "chaos" in scenarios:
         from .chaos import run_chaos  # not at import: `-m sparkqueue.bench.chaos` runs it as main

@@ -5,7 +5,9 @@
 - continuous: a query with a 1-second trigger beside a producer sending at a steady rate; the
   time from each message's send to the sink's commit of its batch (p50, p99), and whether it
   kept up (what is left at the end);
-- two queries: two AvailableNow queries draining one backlog together.
+- two queries: two AvailableNow queries draining one backlog together;
+- kills: a streaming driver killed with SIGKILL at random moments, several times, and started
+  again from its checkpoints (stream_kills.py): nothing lost, nothing in a sink twice.
 """
 
 from __future__ import annotations
@@ -18,18 +20,37 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..broker import Broker
 from .backlog import fill
+from .stream_kills import stream_kills
 from .timing import percentile, timed
+
+KILLED_MESSAGES = 1_000  # the killed driver's queue (40 a batch)
+KILLED_ROWS = 200  # and what its sink's query sends (10 rows a file, a file a batch)
 
 
 def streaming(
-    spark: SparkSession, root: str, messages: int, per_trigger: int, rate: int, seconds: float
+    spark: SparkSession,
+    root: str,
+    messages: int,
+    per_trigger: int,
+    rate: int,
+    seconds: float,
+    kills: int,
 ) -> dict[str, Any]:
     broker = Broker(spark, root)
     return {
         "drain": _drain(broker, root, messages, per_trigger, queries=1),
         "two_queries": _drain(broker, root, messages, per_trigger, queries=2),
         "continuous": _continuous(broker, root, per_trigger, rate, seconds),
+        "kills": _kills(root, kills),
     }
+
+
+def _kills(root: str, kills: int) -> dict[str, Any]:
+    files = KILLED_ROWS // 10
+    return stream_kills(
+        f"{root}/kills", f"{root}/kills-work", kills=kills, messages=KILLED_MESSAGES,
+        rows=KILLED_ROWS, files=files,
+    )  # fmt: skip
 
 
 def _source(spark: SparkSession, root: str, queue: str, per_trigger: int) -> DataFrame:

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from ..attributes import QueueAttributes
 from ..limits import TOMBSTONE_LIFETIME
+from ..rules import handles
 from ..rules.expr import Expr, coalesce, col, lit, micros, null, timestamp_of_micros
 from ..rules.handles import MOVE_MARKER_PREFIX
 
@@ -44,6 +45,12 @@ def nearness(first: int, shards: int) -> Expr:
     takes shards (from one random shard, so that bulk claimers rarely collide, then its
     neighbours), each shard's messages oldest first."""
     return (col("shard") - lit(first) + lit(shards)) % lit(shards)
+
+
+def issued_handle(secret: str, token: str) -> Expr:
+    """The receipt handle a claim made with `token` gives each row it takes, computed by the
+    engine row by row: what a claim writes and what finds its rows again."""
+    return handles.issue_expr(secret, token, col("shard"), col("message_id"))
 
 
 def is_message() -> Expr:

@@ -1,5 +1,5 @@
 """Spark's upkeep of one queue for the redrive job: its table (services/tidy.py) and its
-`receive_df` claims table, which only Spark writes."""
+`receive_df` claims table (appended to by both engines' `receive_df`, trimmed here)."""
 
 from __future__ import annotations
 

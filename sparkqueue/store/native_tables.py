@@ -105,9 +105,11 @@ class NativeTables(NativeUpkeep):
 
     def arrow(self, address: str, statement: str, *, at: DeltaTable) -> pa.Table:
         """`query`'s result as one Arrow table, for readers that hand it on whole (Spark's)."""
-        return pa.RecordBatchReader.from_stream(
-            QueryBuilder().register("t", at).execute(statement)
-        ).read_all()
+        return self.batches(address, statement, at=at).read_all()
+
+    def batches(self, address: str, statement: str, *, at: DeltaTable) -> pa.RecordBatchReader:
+        """`query`'s result batch by batch, for writers that pass it on (a stage's append)."""
+        return pa.RecordBatchReader.from_stream(QueryBuilder().register("t", at).execute(statement))
 
     def select(
         self,
@@ -218,12 +220,12 @@ class NativeTables(NativeUpkeep):
         app_version: int = APP_TXN_VERSION,
     ) -> None:
         frame = arrow_table(rows, columns)
-        self.append_arrow(address, frame, what, app_id=app_id, app_version=app_version)
+        self.append_arrow(address, lambda: frame, what, app_id=app_id, app_version=app_version)
 
     def append_arrow(
         self,
         address: str,
-        frame: pa.Table,
+        data: Callable[[], pa.Table | pa.RecordBatchReader],
         what: str,
         *,
         app_id: str | None = None,
@@ -236,7 +238,7 @@ class NativeTables(NativeUpkeep):
                 before = table.version()
                 write_deltalake(
                     table,
-                    frame,
+                    data(),  # afresh on a retry: a reader is read once
                     mode="append",
                     commit_properties=applying(app_id, version=app_version),
                     post_commithook_properties=NO_HOOKS,

@@ -15,7 +15,7 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
-from sparkqueue.engine.frames import ranges
+from sparkqueue.engine.frames import claim_df, ranges
 from sparkqueue.errors import QueueDoesNotExist, ReceiptHandleIsInvalid
 from sparkqueue.model import BatchResult
 from sparkqueue.store.storage import Storage
@@ -298,3 +298,21 @@ def test_a_queue_deleted_while_a_claim_stages_is_gone_for_the_claim(spark, broke
     with at_the_turn(monkeypatch, queue, frames) as failures:
         broker.delete_queue("going")
     assert not frames and [type(error) for error in failures] == [QueueDoesNotExist]
+
+
+def test_a_native_claim_whose_stage_fails_lets_its_messages_go_at_once(spark, broker, monkeypatch):
+    """The native engine claims, then stages what it claimed: when the stage fails the claim's
+    messages are released at once, as if never received, rather than hidden for a timeout."""
+    queue = broker.create_queue("failing", shards=1)
+    queue.send_batch(["a", "b", "c"])
+
+    def disk_full(held, token):
+        raise OSError("no space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(claim_df, "_staged", disk_full)
+        with pytest.raises(Exception, match="no space left on device"):  # as delta-rs passes it on
+            queue.receive_df(2, visibility_timeout=600)
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (3, 0)
+    assert sorted(m.receive_count for m in queue.receive(10)) == [1, 1, 1]

@@ -32,3 +32,15 @@ def test_each_engine_figure_stands_beside_the_other():
         "native 30 / 90 ms | spark 1200 / 3600 ms",
         "<= 150 / 400 ms",
     )
+
+
+def test_the_streaming_scenario_reports_its_drains_its_latency_and_its_kills():
+    drain = {"per_s": 31_000.0, "twice": 0, "left": 0}
+    continuous = {"rate": 1_000, "p50_s": 1.1, "p99_s": 3.1, "left": 0}
+    kills = {"kills": 3, "lost": 0, "twice": 0, "left": 0, "rows_lost": 0, "rows_twice": 0}
+    streamed = {"drain": drain, "two_queries": drain, "continuous": continuous, "kills": kills}
+    rows = {what: figure for what, figure, _ in table({"streaming": streamed})}
+    assert rows["AvailableNow drain into Delta, 1 query"] == "31,000 msg/s, 0 twice, 0 left"
+    assert rows["streaming driver SIGKILLed 3 times, restarted"] == (
+        "0 lost, 0 twice, 0 left; sink rows 0 lost, 0 twice"
+    )

@@ -20,16 +20,20 @@ from pyspark.sql import functions as F
 from ...errors import QueueDoesNotExist, TransactionConflict
 from ...model import MESSAGE_FIELDS
 from ...rules import handles
-from ...rules.expr import col
 from ...store.dml import in_list
 from ...store.native_arrow import arrow_schema
 from ...store.native_fifo import FULLEST
 from ...store.registry import QueueRecord
-from ...store.schema import CLAIMS_COLUMNS, CLAIMS_PARTITIONING, QUEUE_TABLE_PROPERTIES
+from ...store.schema import (
+    CLAIMS_COLUMNS,
+    CLAIMS_PARTITIONING,
+    MESSAGE_COLUMNS,
+    QUEUE_TABLE_PROPERTIES,
+)
 from ...store.spark_exprs import to_column
 from ...store.spark_log import commits_touching
 from ...store.spark_schema import CLAIMS_SCHEMA
-from ..conditions import claimable, nearness
+from ..conditions import claimable, issued_handle, nearness
 from ..context import QueueContext
 from ..fifo.operations import FifoSnapshot
 from ..messages import bulk
@@ -114,24 +118,41 @@ def _claim_natively(
 ) -> DataFrame:
     """A standard queue's claim where the broker's per-message engine is native: one UPDATE by
     range (messages/bulk.py), then the rows it holds staged as Spark's claims are (the stage is
-    what makes the DataFrame stable), all by delta-rs: no Spark job until the DataFrame is read."""
+    what makes the DataFrame stable), both by delta-rs, the stage a batch at a time: no Spark
+    job until the DataFrame is read. A stage that fails lets the claimed messages go at once."""
     found = bulk.claim_oldest(ctx, record, max_messages, seconds)
     frame = ctx.storage.read(claims_table)
-    if found is None:
+    if found is None or not found[0].count:
         return frame.where(F.lit(False)).select(*MESSAGE_FIELDS)
     claim, version = found
-    tables = bulk.native(ctx, record)
-    rows = bulk.read_held(tables, record, [claim], claim.shards, version)
-    before = pc.subtract(rows.column("receive_count"), pa.scalar(1, pa.int32()))
-    staged = rows.append_column("expected_count", before).append_column(
-        "claim_id", pa.array([claim.token] * rows.num_rows, pa.string())
-    )
-    what = f"staging a claim on {record.name!r}"
-    tables.append_arrow(claims_table, staged.cast(arrow_schema(CLAIMS_COLUMNS)), what)
+    tables, schema = bulk.native(ctx, record), arrow_schema(CLAIMS_COLUMNS)
+    columns = [name for name, _, _ in MESSAGE_COLUMNS]
+
+    def staged() -> pa.RecordBatchReader:
+        held = bulk.held_batches(tables, record, [claim], claim.shards, version, columns)
+        return pa.RecordBatchReader.from_batches(schema, (_staged(b, claim.token) for b in held))
+
+    try:
+        tables.append_arrow(claims_table, staged, f"staging a claim on {record.name!r}")
+    except BaseException:
+        bulk.release(ctx, record, claim)
+        raise
     frame = frame.where(F.col("claim_id") == claim.token).select(*MESSAGE_FIELDS)
     highest = tuple((shard, high) for shard, _, high in claim.bounds)
-    ctx.range_claims[frame] = RangeClaim(record.location, claim.token, highest, rows.num_rows)
+    ctx.range_claims[frame] = RangeClaim(record.location, claim.token, highest, claim.count)
     return frame
+
+
+def _staged(held: pa.RecordBatch, token: str) -> pa.RecordBatch:
+    """A claimed row as the stage keeps it: with the receive count it had before the claim and
+    the claim's id."""
+    before = pc.subtract(held.column("receive_count"), pa.scalar(1, pa.int32()))
+    token_column = pa.array([token] * held.num_rows, pa.string())
+    batch = pa.RecordBatch.from_arrays(
+        [*held.columns, before, token_column],
+        names=[*held.schema.names, "expected_count", "claim_id"],
+    )
+    return batch.cast(arrow_schema(CLAIMS_COLUMNS))
 
 
 class _Claim:
@@ -193,9 +214,7 @@ class _Claim:
         return {name: to_column(value) for name, value in unclaim_values(self.now).items()}
 
     def _handle(self) -> Column:
-        return to_column(
-            handles.issue_expr(self.record.secret, self.token, col("shard"), col("message_id"))
-        )
+        return to_column(issued_handle(self.record.secret, self.token))
 
     def _stage(self, rows: DataFrame, observe: list[Column]) -> dict[str, object]:
         """Appends `rows` as they will be once claimed; the aggregates `observe` named."""

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ...rules import handles
 from ...rules.expr import Expr, any_of, col, lit
 from ...store.dml import in_list
 from ...store.spark_exprs import to_column
 from ...store.storage import Storage
+from ..conditions import issued_handle
 
 
 @dataclass(frozen=True)
@@ -55,15 +55,10 @@ class RangeClaim:
 
     def held_rows(self, secret: str) -> Expr:
         """Rows in the range that still hold this claim's handle (whichever engine reads it)."""
-        issued = handles.issue_expr(secret, self.token, col("shard"), col("message_id"))
-        return self.range() & (col("receipt_handle") == issued)
+        return self.range() & (col("receipt_handle") == issued_handle(secret, self.token))
 
     def rows(self) -> Column:
         return to_column(self.range())
-
-    def handle(self, secret: str) -> Column:
-        """The handle this claim issued to each row."""
-        return to_column(handles.issue_expr(secret, self.token, col("shard"), col("message_id")))
 
     def held(self, secret: str) -> Column:
         return to_column(self.held_rows(secret))

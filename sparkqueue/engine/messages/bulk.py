@@ -34,7 +34,7 @@ from ...rules.expr import Expr, any_of, col, lit
 from ...store.native_sql import select_statement
 from ...store.native_tables import NativeTables
 from ...store.registry import QueueRecord
-from ..conditions import claimable, id_range, nearness
+from ..conditions import claimable, id_range, issued_handle, nearness
 from ..context import QueueContext
 from .claim import claim_values, count_in_flight, landed, unclaim_values
 
@@ -89,7 +89,8 @@ def held_by(record: QueueRecord, claims: Sequence[BatchClaim], shard: int | None
     literal shards and id ranges first, so a statement reads only the files that can hold them,
     and a row's handle is computed only for the claim whose ranges hold it."""
     each = [
-        _in_bounds(claim, shard) & (col("receipt_handle") == _issued(record, claim.token))
+        _in_bounds(claim, shard)
+        & (col("receipt_handle") == issued_handle(record.secret, claim.token))
         for claim in claims
         if shard is None or shard in claim.shards
     ]
@@ -104,10 +105,6 @@ def _in_bounds(claim: BatchClaim, shard: int | None = None) -> Expr:
             if shard is None or s == shard
         ]
     )
-
-
-def _issued(record: QueueRecord, token: str) -> Expr:
-    return handles.issue_expr(record.secret, token, col("shard"), col("message_id"))
 
 
 def claim_oldest(
@@ -144,7 +141,10 @@ def claim_oldest(
             claim = BatchClaim(token, _bounds(ids), ids.num_rows)
             began = ctx.now()
             until = ctx.handouts.until(location, began, visibility_timeout)
-            values = {**claim_values(now, until), "receipt_handle": _issued(record, token)}
+            values = {
+                **claim_values(now, until),
+                "receipt_handle": issued_handle(record.secret, token),
+            }
             try:
                 counts = tables.change(location, _in_bounds(claim) & visible, values)
                 claimed, version = counts.updated, counts.version
@@ -152,8 +152,8 @@ def claim_oldest(
                 claimed = len(landed(tables, location, error, held_by(record, [claim])))
                 version = None
             ctx.handouts.took(location, began, ctx.now())
-        finally:
-            gauge.settle(granted, claimed)
+        finally:  # rows beyond the read are released below
+            gauge.settle(granted, min(claimed, granted))
         if version is None:
             version = tables.open(location).version()
         return replace(claim, count=claimed), version, ids
@@ -207,11 +207,36 @@ def read_held(
 ) -> pa.Table:
     """The rows `claims` hold in `shards` at table `version` (receive_df's columns), natively:
     what a stream batch's Spark task reads (given the queue's record, so a task reads no
-    registry), and what a native `receive_df` stages."""
+    registry)."""
+    return held_batches(tables, record, claims, shards, version, MESSAGE_FIELDS).read_all()
+
+
+def held_batches(
+    tables: NativeTables,
+    record: QueueRecord,
+    claims: Sequence[BatchClaim],
+    shards: Sequence[int],
+    version: int,
+    columns: Sequence[str],
+) -> pa.RecordBatchReader:
+    """`read_held`'s rows with `columns`, batch by batch (a native `receive_df`'s stage: its
+    rows pass through this process a batch at a time, however many were claimed)."""
     order = ["group_id", "sequence_number"] if record.attributes.fifo else ["message_id"]
     rows = any_of([held_by(record, claims, shard) for shard in shards])
-    statement = select_statement(MESSAGE_FIELDS, rows, order)
-    return tables.arrow(record.location, statement, at=tables.open(record.location, version))
+    statement = select_statement(columns, rows, order)
+    return tables.batches(record.location, statement, at=tables.open(record.location, version))
+
+
+def release(ctx: QueueContext, record: QueueRecord, claim: BatchClaim) -> int:
+    """Lets the claim's messages go at once, as if never received (a claim whose caller failed
+    before it could hand them out); how many it still held."""
+    tables, rows = native(ctx, record), held_by(record, [claim])
+    what = f"releasing a claim on {record.name!r}"
+    return tables.transact(
+        record.location,
+        lambda: tables.change(record.location, rows, unclaim_values(ctx.now())).updated,
+        what,
+    )
 
 
 def native(ctx: QueueContext, record: QueueRecord) -> NativeTables:

@@ -20,7 +20,7 @@ from ...rules.expr import Call, Expr, any_of, coalesce, col, lit, null, when
 from ...store.registry import QueueRecord
 from ...store.statements import Row, Tables
 from ...store.transactions import is_commit_conflict
-from ..conditions import claimable, id_range, in_flight
+from ..conditions import claimable, id_range, in_flight, issued_handle
 from ..context import QueueContext
 from ..fifo import operations as fifo_ops
 
@@ -140,7 +140,7 @@ def _claim_rows(
         & col("message_id").isin(ids)
     )
     unchanged = still_claimable(found, now, record.attributes)
-    handle = handles.issue_expr(record.secret, token, col("shard"), col("message_id"))
+    handle = issued_handle(record.secret, token)
     if record.attributes.fifo:
         rows, new_handle = by_id, unless_stale(unchanged, handle)
     else:

@@ -21,14 +21,13 @@ from datetime import datetime
 
 from ...clock import to_micros
 from ...limits import EXCHANGE_UPDATE_MAX_ROWS
-from ...rules import handles
 from ...rules.expr import Expr, any_of, col, lit, source, timestamp_of_micros, when
 from ...rules.handles import HandleRef
 from ...store.counts import Counts
 from ...store.registry import QueueRecord
 from ...store.schema import Columns
 from ...store.statements import ListedMerge, Row
-from ..conditions import claimable, id_range, tombstone_values
+from ..conditions import claimable, id_range, issued_handle, tombstone_values
 from ..context import QueueContext
 from ..messages.claim import claim_values, still_claimable
 from ..messages.visibility import extension, new_times, within_ceiling
@@ -136,9 +135,7 @@ class RoundChanges:
         return {
             **claim_values(self.now, self.now),
             "visible_at": visible_at,
-            "receipt_handle": handles.issue_expr(
-                self.record.secret, self.token, col("shard"), col("message_id")
-            ),
+            "receipt_handle": issued_handle(self.record.secret, self.token),
         }
 
 

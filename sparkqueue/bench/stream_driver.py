@@ -1,6 +1,7 @@
-"""A streaming driver run by test_stream_kills.py, killed with SIGKILL at random moments and run
-again from its checkpoints. Usage: stream_driver.py ROOT WORK MODE, MODE `run` (until killed:
-processing-time triggers) or `drain` (AvailableNow, then one JSON line of what the sinks hold).
+"""A streaming driver, killed with SIGKILL at random moments and run again from its checkpoints
+(stream_kills.py). Usage: python -m sparkqueue.bench.stream_driver ROOT WORK MODE, MODE `run`
+(until killed: processing-time triggers) or `drain` (AvailableNow, then one JSON line of what
+the sinks hold).
 
 Two queries: the queue `in` into the Delta table WORK/out (the streaming source), and the Delta
 table WORK/src, a file a batch, into the queue `sent` (the streaming sink)."""
