@@ -31,9 +31,14 @@ class S3Server:
         User-Agent holds `agent` with 500, as a broken connection would (tests/moto_s3.py)."""
         Path(f"{self.journal}.lose").write_text(f"{count} {agent}")
 
-    def log_puts(self) -> list[dict[str, Any]]:
-        """Every answered put of a Delta log version so far: key, status, conditional."""
-        return [json.loads(line) for line in self.journal.read_text().splitlines() if line]
+    def log_puts(self, root: str | None = None) -> list[dict[str, Any]]:
+        """Every answered put of a Delta log version so far (in `root`'s bucket, when given: the
+        server, and so its journal, serves the whole session): key, status, conditional."""
+        puts = [json.loads(line) for line in self.journal.read_text().splitlines() if line]
+        if root is None:
+            return puts
+        bucket = root.removeprefix("s3://").split("/", 1)[0]
+        return [put for put in puts if put["key"].startswith(f"/{bucket}/")]
 
     @property
     def options(self) -> dict[str, str]:

@@ -34,7 +34,9 @@ def broker(request, spark: SparkSession, tmp_path, clock: FakeClock) -> Broker:
     return Broker(spark, str(tmp_path / "root"), clock=clock, engine=engine)
 
 
-# Queue-semantics modules run every test on both engines: `pytestmark = both_engines`.
+# Queue-semantics tests whose statements differ by engine run on both: `@both_engines`. Checks
+# made before any statement (arguments, handle parsing) and the services above the engines
+# (heartbeats, long polls) run once, on the native engine: a Spark operation costs 1-3 s.
 both_engines = pytest.mark.parametrize("broker", ["native", "spark"], indirect=True)
 
 

@@ -33,7 +33,6 @@ def test_delete_removes_the_message(queue, held, clock):
     assert queue.stats().in_flight == 0
 
 
-@both_engines
 def test_deleting_twice_with_the_last_handle_is_a_no_op(queue, held):
     queue.delete(held.receipt_handle)
     queue.delete(held.receipt_handle)
@@ -57,7 +56,6 @@ def test_the_handle_of_an_expired_but_unclaimed_receive_still_deletes(queue, hel
     assert queue.receive() == []
 
 
-@both_engines
 def test_malformed_handles_are_rejected(queue, held):
     for handle in ["", "garbage", "0.abc.def.ghi", "'; DELETE FROM t; --", "1.x\n2", None, 42]:
         with pytest.raises(ReceiptHandleIsInvalid):
@@ -69,7 +67,6 @@ def test_malformed_handles_are_rejected(queue, held):
     assert queue.stats().in_flight == 1  # the held message was left alone
 
 
-@both_engines
 def test_a_forged_or_foreign_handle_is_rejected(broker, queue, held):
     other = broker.create_queue("other")
     other.send("x")
@@ -136,14 +133,12 @@ def test_change_visibility_is_relative_to_now(queue, held, clock):
     assert [m.message_id for m in queue.receive()] == [held.message_id]
 
 
-@both_engines
 def test_change_visibility_zero_releases_at_once(queue, held):
     queue.change_visibility(held.receipt_handle, 0)
     [again] = queue.receive()
     assert again.receive_count == 2
 
 
-@both_engines
 def test_change_visibility_can_shorten(queue, held, clock):
     queue.change_visibility(held.receipt_handle, 5)
     clock.advance(5)
@@ -183,7 +178,6 @@ def test_change_visibility_range_and_the_12_hour_ceiling(queue, held, clock):
     assert len(queue.receive()) == 1  # visible exactly at the ceiling
 
 
-@both_engines
 def test_a_new_receive_resets_the_12_hour_ceiling(queue, held, clock):
     queue.change_visibility(held.receipt_handle, 0)
     clock.advance(40_000)
@@ -213,7 +207,6 @@ def test_change_visibility_batch_reports_each_entry(queue, clock):
         queue.change_visibility_batch([(a.receipt_handle, 1), (a.receipt_handle, 2)])
 
 
-@both_engines
 def test_a_queue_level_change_leaves_in_flight_messages_alone(queue, held, clock):
     queue.set_attributes(visibility_timeout=300)
     clock.advance(30)  # the held message keeps the 30 s it was received with
@@ -225,7 +218,6 @@ def test_a_queue_level_change_leaves_in_flight_messages_alone(queue, held, clock
     assert len(queue.receive()) == 1
 
 
-@both_engines
 def test_heartbeat_extends_while_the_block_runs(queue, held, clock):
     with queue.heartbeat([held], visibility_timeout=60, interval=0.05) as beat:
         _wait_for(lambda: beat.beats >= 1)
@@ -241,7 +233,6 @@ def test_heartbeat_extends_while_the_block_runs(queue, held, clock):
     assert len(queue.receive()) == 1  # no more extensions after the block
 
 
-@both_engines
 def test_heartbeat_drops_deleted_messages_quietly(queue, held):
     # A slow beat: every beat is a MERGE, and the delete must not lose every race to them.
     with queue.heartbeat([held], visibility_timeout=60, interval=1) as beat:
@@ -250,7 +241,6 @@ def test_heartbeat_drops_deleted_messages_quietly(queue, held):
     assert beat.failures == {}
 
 
-@both_engines
 def test_heartbeat_failures_are_raised_on_exit(queue, held, clock):
     clock.advance(31)  # the message timed out before the heartbeat began (its first beat may
     with (  # come at once, so the clock cannot move inside the block without a race)
@@ -260,7 +250,6 @@ def test_heartbeat_failures_are_raised_on_exit(queue, held, clock):
         _wait_for(lambda: beat.failures)
 
 
-@both_engines
 def test_heartbeat_arguments_are_checked(queue, held):
     with pytest.raises(InvalidParameterValue):
         queue.heartbeat([held], visibility_timeout=43_201, interval=1)

@@ -31,7 +31,6 @@ def test_visibility_default_hides_then_returns_the_message(queue, clock):
     assert again.first_received_at == first.first_received_at
 
 
-@both_engines
 def test_visibility_override_per_receive(queue, clock):
     queue.send("work")
     queue.receive(visibility_timeout=5)
@@ -42,7 +41,6 @@ def test_visibility_override_per_receive(queue, clock):
     assert same.receive_count == 3
 
 
-@both_engines
 def test_receive_limits_and_argument_checks(queue):
     queue.send_batch([f"m{i}" for i in range(5)])
     assert len(queue.receive(3)) == 3
@@ -66,7 +64,6 @@ def test_sent_at_and_first_received_at_come_from_the_broker_clock(queue, clock):
     assert message.first_received_at == clock()
 
 
-@both_engines
 def test_long_polling_returns_as_soon_as_a_message_arrives(queue):
     threading.Timer(1.0, lambda: queue.send("late")).start()
     started = time.monotonic()

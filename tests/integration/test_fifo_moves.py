@@ -114,8 +114,6 @@ def spark_broker(spark, tmp_path, clock) -> Broker:
         corners.test_a_send_accepted_after_a_purge_is_delivered,
         corners.test_a_send_accepted_after_its_duplicate_expired_is_delivered,
         corners.test_a_move_takes_no_duplicate,
-        corners.test_a_move_waits_for_a_group_whose_head_is_held,
-        corners.test_a_move_with_a_limit_takes_the_oldest_groups_prefixes,
         corners.test_moves_with_a_limit_keep_a_groups_order,
         corners.test_a_move_back_after_a_copy_without_its_drop_finishes_cleanly,
         corners.test_a_move_cancelled_after_its_message_came_back_leaves_it_once,
@@ -123,6 +121,9 @@ def spark_broker(spark, tmp_path, clock) -> Broker:
     ids=lambda corner: corner.__name__.removeprefix("test_"),
 )
 def test_fifo_corners_on_tables_spark_numbers(spark_broker, clock, corner):
+    """The corners whose statements Spark writes differently on such tables (tombstones, a
+    move's copy, drop and cancel, a limit); the rest are rules both engines share, each
+    Spark operation costing a second or more."""
     corner(spark_broker, clock)
 
 

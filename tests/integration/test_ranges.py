@@ -159,7 +159,7 @@ def test_a_claim_raced_by_other_drivers_returns_exactly_what_it_holds(
 @both_engines
 def test_concurrent_bulk_claims_never_share_a_message(spark, broker):
     queue = broker.create_queue("shared", shards=2)
-    queue.send_df(numbered(spark, 300))
+    queue.send_df(numbered(spark, 150))
     seen: list[str] = []
 
     def drain() -> None:
@@ -173,7 +173,7 @@ def test_concurrent_bulk_claims_never_share_a_message(spark, broker):
 
     run_threads([drain, drain, drain])
     counts = Counter(seen)
-    assert len(counts) == 300 and max(counts.values()) == 1
+    assert len(counts) == 150 and max(counts.values()) == 1
     assert queue.stats().visible == queue.stats().in_flight == 0
 
 

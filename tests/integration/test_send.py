@@ -49,7 +49,6 @@ def test_invalid_bodies_are_rejected(queue):
     assert queue.stats().visible == 0
 
 
-@both_engines
 def test_size_limit_counts_utf8_bytes_of_body_and_attributes(broker):
     queue = broker.create_queue("small", max_message_bytes=1024)
     queue.send("é" * 512)  # 1024 bytes exactly
@@ -79,7 +78,6 @@ def test_invalid_attributes_are_rejected(queue):
             pytest.fail(f"accepted attributes {attributes!r}")
 
 
-@both_engines
 def test_message_delay_overrides_queue_delay(broker, clock):
     queue = broker.create_queue("delayed", delay_seconds=10, visibility_timeout=600)
     queue.send("queue delay")
@@ -95,7 +93,6 @@ def test_message_delay_overrides_queue_delay(broker, clock):
         queue.send("too late", delay_seconds=901)
 
 
-@both_engines
 def test_send_batch_is_atomic_and_names_the_bad_entry(queue):
     with pytest.raises(InvalidParameterValue, match="entry 2"):
         queue.send_batch(["ok", {"body": "ok too"}, {"body": ""}, "never"])

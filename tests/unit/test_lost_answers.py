@@ -7,12 +7,16 @@ happened once, and never do it a second time."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from sparkqueue import Broker
 from sparkqueue.engine import streams
 from sparkqueue.engine.rounds import operations as rounds
 from sparkqueue.rules import handles
+from sparkqueue.rules.expr import col, lit
+from sparkqueue.store.schema import CLAIMS_COLUMNS, CLAIMS_PARTITIONING
 
 
 @pytest.fixture
@@ -92,3 +96,21 @@ def test_a_stream_batch_whose_claim_lost_its_answer_holds_what_it_claimed_once(s
     assert streams.finish(ctx, record, [claim]) == 3
     rest = queue.receive(10)
     assert len(rest) == 2 and {m.message_id for m in rest} < sent
+
+
+def test_a_stage_append_whose_answer_was_lost_is_written_once(s3, broker):
+    """A native receive_df stages its claim with one delta-rs append: when the store kept the
+    append but its answer was lost, the DataFrame still shows each claimed row once."""
+    broker.create_queue("work")
+    tables, record = broker.context.native, broker.context.record("work")
+    stage = tables.layout.claims(record.location)
+    tables.ensure_table(stage, CLAIMS_COLUMNS, partition_by=CLAIMS_PARTITIONING)
+    token, now = handles.new_token(), datetime.now(UTC)
+    row = {
+        "shard": 0, "message_id": "m-1", "body": "b", "sent_at": now, "visible_at": now,
+        "receive_count": 1, "expected_count": 0, "claim_id": token,
+    }  # fmt: skip
+    mark = _lost(s3)
+    tables.append_rows(stage, CLAIMS_COLUMNS, [row], f"staging a claim on {record.name!r}")
+    assert _losses_since(s3, mark) == 1
+    assert len(tables.select(stage, ["message_id"], col("claim_id") == lit(token))) == 1

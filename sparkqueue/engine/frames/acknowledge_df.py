@@ -16,6 +16,7 @@ from ..conditions import tombstone_values
 from ..context import QueueContext
 from ..messages.acknowledge import present, retire_where
 from . import ranges
+from .claim_df import staged_handles
 from .id_merges import keyed_merge
 from .ranges import RangeClaim
 
@@ -68,6 +69,9 @@ def _delete_claim(
     there (received again since, or moved) failed, as handle by handle."""
     what = f"deleting a claim from {record.name!r}"
     if ctx.tables.engine == "native":  # a standard queue's, deleted as its claim was made
+        # What `frame` reads, with no Spark job; read first, so that a read failing after the
+        # DELETE never reports deleted messages as an error.
+        rows = staged_handles(ctx, record, claim.token)
         deleted = retire_where(ctx, ctx.tables, record, claim.held_rows(record.secret), what)
         counts = Counts(known=True, deleted=deleted)
     else:
@@ -77,9 +81,9 @@ def _delete_claim(
             lambda: storage.change(record.location, claim.held(record.secret), MESSAGE_KEY),
             what,
         )
-    # Through Arrow: a claim's handles are up to millions of strings, and Row objects cost
-    # more to make (docs/performance.md).
-    rows = frame.select("message_id", "receipt_handle").toArrow()
+        # Through Arrow: a claim's handles are up to millions of strings, and Row objects cost
+        # more to make (docs/performance.md).
+        rows = frame.select("message_id", "receipt_handle").toArrow()
     handles_held = rows.column("receipt_handle").to_pylist()
     if counts.all_of(claim.count):
         return BatchResult(successful=handles_held)

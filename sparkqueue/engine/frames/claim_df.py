@@ -20,9 +20,11 @@ from pyspark.sql import functions as F
 from ...errors import QueueDoesNotExist, TransactionConflict
 from ...model import MESSAGE_FIELDS
 from ...rules import handles
+from ...rules.expr import col, lit
 from ...store.dml import in_list
 from ...store.native_arrow import arrow_schema
 from ...store.native_fifo import FULLEST
+from ...store.native_sql import select_statement
 from ...store.registry import QueueRecord
 from ...store.schema import (
     CLAIMS_COLUMNS,
@@ -141,6 +143,15 @@ def _claim_natively(
     highest = tuple((shard, high) for shard, _, high in claim.bounds)
     ctx.range_claims[frame] = RangeClaim(record.location, claim.token, highest, claim.count)
     return frame
+
+
+def staged_handles(ctx: QueueContext, record: QueueRecord, token: str) -> pa.Table:
+    """The message ids and handles a native claim staged, read by delta-rs from the claim's own
+    partition: what `delete_df` of its DataFrame returns, without a Spark job."""
+    tables = bulk.native(ctx, record)
+    claims_table = tables.layout.claims(record.location)
+    statement = select_statement(["message_id", "receipt_handle"], col("claim_id") == lit(token))
+    return tables.arrow(claims_table, statement, at=tables.open(claims_table))
 
 
 def _staged(held: pa.RecordBatch, token: str) -> pa.RecordBatch:

@@ -133,9 +133,7 @@ def claim_oldest(
         claimed = 0
         try:
             visible = claimable(now, attrs)
-            order = [nearness(random.randrange(attrs.shards), attrs.shards), col("message_id")]
-            statement = select_statement(["shard", "message_id"], visible, order, granted)
-            ids = tables.arrow(location, statement, at=tables.open(location))
+            ids = _oldest(tables, location, visible, attrs.shards, granted)
             if not ids.num_rows:
                 return None
             claim = BatchClaim(token, _bounds(ids), ids.num_rows)
@@ -165,6 +163,26 @@ def claim_oldest(
     if claim.count > ids.num_rows:
         return _release_extra(ctx, tables, record, claim, ids)
     return claim, version
+
+
+def _oldest(
+    tables: NativeTables, location: str, visible: Expr, shards: int, wanted: int
+) -> pa.Table:
+    """The shard and id of up to `wanted` claimable rows, taken by `nearness` from a random
+    shard: that shard's own partition read first (a deep queue's claim takes one shard's
+    oldest and reads no other file), then, if it held too few, the others, at the same
+    version."""
+    first, at, columns = random.randrange(shards), tables.open(location), ["shard", "message_id"]
+    in_first = visible & (col("shard") == lit(first))
+    found = tables.arrow(
+        location, select_statement(columns, in_first, ["message_id"], wanted), at=at
+    )
+    if found.num_rows < wanted and shards > 1:
+        others = visible & (col("shard") != lit(first))
+        order = [nearness(first, shards), col("message_id")]
+        statement = select_statement(columns, others, order, wanted - found.num_rows)
+        found = pa.concat_tables([found, tables.arrow(location, statement, at=at)])
+    return found
 
 
 def _release_extra(
