@@ -39,21 +39,27 @@ class LongPolls:
             self._changed.notify_all()
 
     def receive(
-        self, name: str, take: Callable[[], list[Message]], wait_seconds: int
+        self,
+        name: str,
+        take: Callable[[], list[Message]],
+        wait_seconds: int,
+        connected: Callable[[], bool] = lambda: True,
     ) -> list[Message]:
         """What `take` (a receive on the queue `name`) finds, as soon as it finds some, or none
-        after `wait_seconds`."""
+        after `wait_seconds`, or none as soon as the client is gone (`connected`, asked before
+        each look: nothing is claimed for a client no longer there to take it)."""
         deadline = time.monotonic() + wait_seconds
         messages = take()
         if messages or wait_seconds == 0:
             return messages
         self._postpone(name)
         while self._turn(name, deadline):
+            gone = not connected()
             try:
-                messages = take()
+                messages = [] if gone else take()
             finally:
-                self._looked(name, found=bool(messages))
-            if messages:
+                self._looked(name, found=bool(messages), looked=not gone)
+            if messages or gone:
                 return messages
         return []
 
@@ -77,10 +83,11 @@ class LongPolls:
             watch = self._watches[name]
             watch.next_probe = max(watch.next_probe, time.monotonic() + self._interval)
 
-    def _looked(self, name: str, *, found: bool) -> None:
+    def _looked(self, name: str, *, found: bool, looked: bool = True) -> None:
+        """A turn is over. A receive whose client left did not look: the next one may, at once."""
         with self._changed:
             watch = self._watches[name]
             watch.probing = False
-            # found some: there may be more, let the next one look at once
-            watch.next_probe = time.monotonic() + (0.0 if found else self._interval)
+            if looked:  # found some: there may be more, let the next one look at once
+                watch.next_probe = time.monotonic() + (0.0 if found else self._interval)
             self._changed.notify_all()

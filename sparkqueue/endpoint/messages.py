@@ -117,8 +117,19 @@ def receive_message(request: Request) -> dict[str, Any]:
             messages += queue.receive(count - len(messages), visibility_timeout=timeout)
         return messages
 
-    messages = request.service.polls.receive(queue.name, take, wait)
+    messages = request.service.polls.receive(queue.name, take, wait, request.connected)
+    if messages:
+        request.undelivered.append(lambda: _give_back(request, queue, messages))
     return {"Messages": [received(m, system, selectors) for m in messages] or None}
+
+
+def _give_back(request: Request, queue: Queue, messages: list[Message]) -> None:
+    """Messages received for a client that went away before their answer reached it (a long
+    poll given up): visible again at once rather than hidden for their timeout. Their receive
+    stays counted, as SQS counts a receive whose answer was lost; a handle that is no longer
+    current (received again meanwhile) changes nothing."""
+    queue.change_visibility_batch([(message.receipt_handle, 0) for message in messages])
+    request.service.polls.arrived(queue.name)  # waiting receives look now
 
 
 def _moved_to_dead_letters(queue: Queue) -> int:

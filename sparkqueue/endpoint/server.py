@@ -11,6 +11,7 @@ condition (see `longpoll.py`), it never spins.
 from __future__ import annotations
 
 import logging
+import select
 import socket
 import ssl
 import threading
@@ -166,12 +167,22 @@ class SqsEndpoint:
         self.close()
 
     def answer(
-        self, method: str, target: str, headers: Headers, body: bytes
+        self,
+        method: str,
+        target: str,
+        headers: Headers,
+        body: bytes,
+        *,
+        connected: Callable[[], bool] = lambda: True,
+        undelivered: list[Callable[[], None]] | None = None,
     ) -> tuple[int, dict[str, str], bytes]:
         """Status, headers and body answering one request (never raises). `headers` is the one
-        map of the request's headers that every check and the dispatch read."""
+        map of the request's headers that every check and the dispatch read; `connected` says
+        whether the client still waits, and the action adds to `undelivered` what undoes its
+        work if the answer cannot reach the client."""
         request_id = str(uuid.uuid4())
         protocol = headers.protocol
+        undo = [] if undelivered is None else undelivered
         try:
             headers.check()
             if not target.startswith("/"):
@@ -187,7 +198,7 @@ class SqsEndpoint:
             action = ACTIONS.get(call.action)
             if action is None:
                 raise SqsFault("UnsupportedOperation", f"{call.action} is not supported here")
-            result = action(Request(self.service, call.params, origin, parts.path))
+            result = action(Request(self.service, call.params, origin, parts.path, connected, undo))
             content_type, data = wire.encode_result(call, result, request_id)
             return 200, {"Content-Type": content_type, "x-amzn-RequestId": request_id}, data
         except SqsFault as fault:
@@ -196,6 +207,9 @@ class SqsEndpoint:
             return self._fault(fault_of(error), protocol, request_id)
         except Exception:
             log.exception("request %s failed", request_id)
+            if undo:  # the action's work reaches the client in no answer
+                _undo(undo)
+                undo.clear()
             fault = SqsFault("InternalError", "the server failed on this request; see its log")
             return self._fault(fault, protocol, request_id)
 
@@ -265,8 +279,36 @@ class _Handler(BaseHTTPRequestHandler):
         if len(body) < size:  # the client closed the connection within the body
             self.close_connection = True
             return
-        status, answer, data = endpoint.answer(self.command, self.path, headers, body)
-        self._reply(status, answer, data)
+        undelivered: list[Callable[[], None]] = []
+        status, answer, data = endpoint.answer(
+            self.command, self.path, headers, body, connected=self._connected,
+            undelivered=undelivered,
+        )  # fmt: skip
+        if undelivered and not self._connected():  # gone while its answer was made
+            self.close_connection = True
+            _undo(undelivered)
+            return
+        try:
+            self._reply(status, answer, data)
+        except OSError:
+            self.close_connection = True
+            _undo(undelivered)
+            raise
+
+    def _connected(self) -> bool:
+        """Whether the client still waits for its answer: a connection it closed reads as its
+        end at once (its next request, sent early, reads as data). Peeks at the socket itself,
+        under TLS too: the bytes are not consumed."""
+        try:
+            probe = select.poll()  # not select.select: it refuses descriptors past 1023
+            probe.register(self.connection, select.POLLIN)
+            if not probe.poll(0):
+                return True
+            return bool(socket.socket.recv(self.connection, 1, socket.MSG_PEEK))
+        except ConnectionResetError:
+            return False
+        except OSError:  # cannot tell: as before this probe, the answer is written
+            return True
 
     def _serve_console(self, console: Any, headers: Headers) -> None:
         """A console page or form: its own sign-in and CSRF checks, not SigV4 (console/app.py);
@@ -319,6 +361,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
+
+
+def _undo(undelivered: list[Callable[[], None]]) -> None:
+    """Undoes what an answer that never reached its client did (a receive's claim)."""
+    for undo in undelivered:
+        try:
+            undo()
+        except Exception:  # the messages come back when their visibility timeout ends
+            log.exception("could not undo the work of an undelivered answer")
 
 
 def _overloaded() -> bytes:

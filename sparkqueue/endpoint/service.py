@@ -164,12 +164,16 @@ def action(run: Callable[[Request], dict[str, Any]]) -> Callable[[Request], dict
 
 @dataclass(frozen=True)
 class Request:
-    """One call's parameters, with where the client reached us (for the URLs we hand out)."""
+    """One call's parameters, with where the client reached us (for the URLs we hand out),
+    whether it still waits for the answer, and what to undo when the answer cannot reach it."""
 
     service: Service
     params: dict[str, Any]
     origin: str  # "http://host:port" as the client addressed it
     path: str
+    connected: Callable[[], bool] = lambda: True
+    # Called when the answer could not be delivered: a receive gives its messages back.
+    undelivered: list[Callable[[], None]] = field(default_factory=list)
 
     def required(self, name: str) -> Any:
         value = self.params.get(name)

@@ -1,12 +1,16 @@
 """Where the endpoint answers as Amazon SQS does and the Python API keeps its own stricter rule:
 a visibility change through an older handle of a message still in flight, as many messages of
 one FIFO group as a receive can take, a FIFO batch entry without a deduplication id, a message
-over maxReceiveCount moved at the receive that finds it, empty tag edits, AddPermission's policy.
+over maxReceiveCount moved at the receive that finds it, empty tag edits, AddPermission's policy,
+a receive whose client went away.
 boto3 against a real endpoint over a native broker, in this process, on a fake clock (no JVM)."""
 
 from __future__ import annotations
 
 import json
+import socket
+import time
+from urllib.parse import urlsplit
 
 import boto3
 import pytest
@@ -16,22 +20,31 @@ from botocore.exceptions import ClientError
 from sparkqueue import Broker, Queue
 from sparkqueue.endpoint import SqsEndpoint
 from sparkqueue.errors import TransactionConflict
-from tests.raw_http import ACCESS_KEY, REGION, SECRET_KEY
+from tests.raw_http import ACCESS_KEY, REGION, SECRET_KEY, capture, request_bytes
 from tests.unit.endpoint_stub import KEYS
 
 
 @pytest.fixture
-def sqs(tmp_path, clock):
+def served(tmp_path, clock):
+    """The endpoint over a native broker on a fake clock, and boto3's client of it."""
     broker = Broker(None, str(tmp_path / "root"), clock=clock)
     with SqsEndpoint(broker, port=0, access_keys=KEYS, redrive_every=0) as endpoint:
-        yield boto3.client(
-            "sqs",
-            endpoint_url=endpoint.url,
-            region_name=REGION,
-            aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY,
-            config=Config(retries={"max_attempts": 1}),
+        yield (
+            endpoint,
+            boto3.client(
+                "sqs",
+                endpoint_url=endpoint.url,
+                region_name=REGION,
+                aws_access_key_id=ACCESS_KEY,
+                aws_secret_access_key=SECRET_KEY,
+                config=Config(retries={"max_attempts": 1}),
+            ),
         )
+
+
+@pytest.fixture
+def sqs(served):
+    return served[1]
 
 
 def code(call, **params) -> tuple[int, str]:
@@ -159,3 +172,46 @@ def test_add_permission_writes_the_policy_as_sqs_does(sqs):
     none = code(sqs.add_permission, QueueUrl=url, Label="two", AWSAccountIds=["111122223333"],
                 Actions=[])  # fmt: skip
     assert none == (400, "MissingParameter")
+
+
+def _receive_and_leave(endpoint, url: str, wait: int, *, stay: float) -> None:
+    """A client's ReceiveMessage (signed, as boto3 sends it) on a connection it closes after
+    `stay` seconds without reading the answer: a long poll given up, a client killed."""
+    asked = capture(endpoint.url, "receive_message", QueueUrl=url, WaitTimeSeconds=wait)
+    parts = urlsplit(endpoint.url)
+    with socket.create_connection((parts.hostname, parts.port)) as sock:
+        sock.sendall(request_bytes(asked.method, asked.path, asked.fields, asked.body))
+        time.sleep(stay)
+
+
+def test_a_long_poll_whose_client_left_claims_nothing(served, clock):
+    """SQS hands a message to a client that is there to take it: a long poll whose client
+    closed its connection stops at its next look, before claiming what arrived."""
+    endpoint, sqs = served
+    url = sqs.create_queue(QueueName="polled")["QueueUrl"]
+    _receive_and_leave(endpoint, url, wait=20, stay=0.5)  # the poll waits; then the client leaves
+    sqs.send_message(QueueUrl=url, MessageBody="after the client left")  # wakes the poll
+    time.sleep(0.5)  # the poll's look (it would have claimed the message for nobody)
+    [message] = sqs.receive_message(
+        QueueUrl=url, MessageSystemAttributeNames=["ApproximateReceiveCount"]
+    )["Messages"]
+    assert message["Attributes"]["ApproximateReceiveCount"] == "1"
+
+
+def test_messages_received_for_a_client_that_left_are_given_back(served, clock):
+    """The client closed its connection while its receive claimed: the messages its answer
+    held are visible again at once (their receive counted, as SQS counts a lost answer's),
+    not hidden for the visibility timeout."""
+    endpoint, sqs = served
+    url = sqs.create_queue(QueueName="left", Attributes={"VisibilityTimeout": "600"})["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="for nobody")
+    _receive_and_leave(endpoint, url, wait=0, stay=0)  # request sent, connection closed at once
+    queue, deadline = endpoint.service.broker.get_queue("left"), time.monotonic() + 10
+    while not queue.peek() or queue.peek()[0]["receive_count"] == 0:  # received, then given back
+        assert time.monotonic() < deadline, "the message was not given back"
+        time.sleep(0.05)
+    [message] = sqs.receive_message(
+        QueueUrl=url, MessageSystemAttributeNames=["ApproximateReceiveCount"]
+    )["Messages"]
+    assert message["Body"] == "for nobody"
+    assert message["Attributes"]["ApproximateReceiveCount"] == "2"
