@@ -1,4 +1,5 @@
-"""The redrive job as an OS process: killed mid-pass, then under spark-submit beside a consumer."""
+"""The redrive job as an OS process: a pass killed mid-move, then finished under spark-submit beside
+a consumer."""
 
 from __future__ import annotations
 
@@ -17,16 +18,18 @@ from sparkqueue.session import delta_maven_coordinate
 from tests.integration.helpers import queue_table
 
 REPO = Path(__file__).resolve().parents[2]
+# The killed pass is the native engine's (no JVM to start for it): the job that finishes it is
+# Spark's, so the move's markers are read across engines as well.
 KILL_AT_STEP = """
 import os, signal, sys
-from sparkqueue import Broker, spark_session
+from sparkqueue import Broker
 from sparkqueue.services.redrive import Redrive
 
 def die(step, queue):
     if step == sys.argv[2]:
         os.kill(os.getpid(), signal.SIGKILL)
 
-Redrive(Broker(spark_session(), sys.argv[1]).context, on_step=die).run()
+Redrive(Broker(None, sys.argv[1]).context, on_step=die).run()
 """
 
 
