@@ -20,7 +20,14 @@ from botocore.exceptions import ClientError
 from sparkqueue import Broker, Queue
 from sparkqueue.endpoint import SqsEndpoint
 from sparkqueue.errors import TransactionConflict
-from tests.raw_http import ACCESS_KEY, REGION, SECRET_KEY, capture, request_bytes
+from tests.raw_http import (
+    ACCESS_KEY,
+    REGION,
+    SECRET_KEY,
+    capture,
+    payload_hash,
+    request_bytes,
+)
 from tests.unit.endpoint_stub import KEYS
 
 
@@ -174,13 +181,18 @@ def test_add_permission_writes_the_policy_as_sqs_does(sqs):
     assert none == (400, "MissingParameter")
 
 
-def _receive_and_leave(endpoint, url: str, wait: int, *, stay: float) -> None:
-    """A client's ReceiveMessage (signed, as boto3 sends it) on a connection it closes after
-    `stay` seconds without reading the answer: a long poll given up, a client killed."""
-    asked = capture(endpoint.url, "receive_message", QueueUrl=url, WaitTimeSeconds=wait)
+def _receive_and_leave(endpoint, url: str, wait: int, *, stay: float, js: bool = False) -> None:
+    """A client's ReceiveMessage (signed, as boto3 sends it, or as the JavaScript SDK does:
+    lower-case names and the payload's hash) on a connection it closes after `stay` seconds
+    without reading the answer: a long poll given up, a client killed."""
+    hook = payload_hash if js else None
+    asked = capture(
+        endpoint.url, "receive_message", before_sign=hook, QueueUrl=url, WaitTimeSeconds=wait
+    )
+    fields = [(k.lower(), v) for k, v in asked.fields] if js else asked.fields
     parts = urlsplit(endpoint.url)
     with socket.create_connection((parts.hostname, parts.port)) as sock:
-        sock.sendall(request_bytes(asked.method, asked.path, asked.fields, asked.body))
+        sock.sendall(request_bytes(asked.method, asked.path, fields, asked.body))
         time.sleep(stay)
 
 
@@ -198,14 +210,15 @@ def test_a_long_poll_whose_client_left_claims_nothing(served, clock):
     assert message["Attributes"]["ApproximateReceiveCount"] == "1"
 
 
-def test_messages_received_for_a_client_that_left_are_given_back(served, clock):
+@pytest.mark.parametrize("js", [False, True], ids=["boto3", "javascript"])
+def test_messages_received_for_a_client_that_left_are_given_back(served, clock, js):
     """The client closed its connection while its receive claimed: the messages its answer
     held are visible again at once (their receive counted, as SQS counts a lost answer's),
     not hidden for the visibility timeout."""
     endpoint, sqs = served
     url = sqs.create_queue(QueueName="left", Attributes={"VisibilityTimeout": "600"})["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="for nobody")
-    _receive_and_leave(endpoint, url, wait=0, stay=0)  # request sent, connection closed at once
+    _receive_and_leave(endpoint, url, wait=0, stay=0, js=js)  # sent, the connection closed
     queue, deadline = endpoint.service.broker.get_queue("left"), time.monotonic() + 10
     while not queue.peek() or queue.peek()[0]["receive_count"] == 0:  # received, then given back
         assert time.monotonic() < deadline, "the message was not given back"
