@@ -4,17 +4,24 @@ from __future__ import annotations
 
 
 class QueueError(Exception):
-    """Root of every sparkqueue error; `code` is the SQS error name, for logs and batch results."""
+    """Root of every sparkqueue error; `code` is the SQS error name, for logs and batch results.
+
+    `message` says what was wrong and what is allowed, for a Python caller. `sqs_message` is what
+    SQS itself answers in the same case, in its own words where they are known (else `message`):
+    what the SQS endpoint returns, since code and tests written against SQS match on its text."""
 
     code = "QueueError"
+    sqs_words: str | None = None  # SQS's text for every error of the class, where it is fixed
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, sqs_message: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.sqs_message = sqs_message or self.sqs_words or message
 
 
 class QueueDoesNotExist(QueueError):
     code = "QueueDoesNotExist"
+    sqs_words = "The specified queue does not exist."
 
 
 class SchemaDoesNotExist(QueueError):
@@ -39,9 +46,12 @@ class MissingParameter(InvalidParameterValue):
 
 class ReceiptHandleIsInvalid(QueueError):
     code = "ReceiptHandleIsInvalid"
+    sqs_words = "The input receipt handle is invalid."
 
-    def __init__(self, message: str, *, message_gone: bool = False) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, message_gone: bool = False, sqs_message: str | None = None
+    ) -> None:
+        super().__init__(message, sqs_message=sqs_message)
         self.message_gone = message_gone  # the handle was genuine but its message was deleted
 
 

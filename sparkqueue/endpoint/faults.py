@@ -78,6 +78,31 @@ _OF_QUEUE_ERROR = {
 }
 
 
+# SQS's own words for its errors (from its API reference, its SDKs' models and recorded answers):
+# code and tests written against SQS match on them.
+NO_QUEUE = errors.QueueDoesNotExist.sqs_words
+
+
+def missing_parameter(parameter: str) -> str:
+    return f"The request must contain the parameter {parameter}."
+
+
+def invalid_value(value: object, parameter: str, reason: str) -> str:
+    return f"Value {value} for parameter {parameter} is invalid. Reason: {reason}."
+
+
+def unknown_attribute(name: str) -> str:
+    return f"Unknown Attribute {name}."
+
+
+def empty_batch(action: str) -> str:
+    return f"There should be at least one {action}RequestEntry in the request."
+
+
+def not_a_handle(handle: str) -> str:
+    return f'The input receipt handle "{handle}" is not a valid receipt handle.'
+
+
 class SqsFault(Exception):
     """An SQS error to return to the client; nothing the request asked for was done."""
 
@@ -92,7 +117,7 @@ def fault_of(error: errors.QueueError) -> SqsFault:
     for cls in type(error).__mro__:
         name = _OF_QUEUE_ERROR.get(cls)  # type: ignore[call-overload]
         if name is not None:
-            return SqsFault(name, error.message)
+            return SqsFault(name, error.sqs_message)
     return SqsFault("InternalError", error.message)
 
 

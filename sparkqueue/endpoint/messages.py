@@ -13,9 +13,17 @@ from ..model import Message
 from ..queue import Queue
 from ..rules.checks import check_int
 from .digest import TypedValue
-from .faults import SqsFault, fault_named, fault_of
+from .faults import (
+    SqsFault,
+    empty_batch,
+    fault_named,
+    fault_of,
+    missing_parameter,
+    not_a_handle,
+)
 from .service import Request, action
 from .shapes import (
+    NO_DEDUPLICATION,
     check_fifo_send,
     entry_of,
     received,
@@ -53,27 +61,23 @@ def send_message_batch(request: Request) -> dict[str, Any]:
     total size, or a FIFO entry without MessageGroupId (or, without content-based
     deduplication, without MessageDeduplicationId) fails the whole call (as in SQS)."""
     queue = request.queue()
-    entries = _entries(request)
-    if sum(size_of(e) for e in entries) > MAX_BATCH_BYTES:
+    entries = _entries(request, "SendMessageBatch")
+    size = sum(size_of(e) for e in entries)
+    if size > MAX_BATCH_BYTES:
         raise SqsFault(
-            "BatchRequestTooLong", f"the batch's messages exceed {MAX_BATCH_BYTES} bytes together"
+            "BatchRequestTooLong",
+            f"Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes. You have sent {size}"
+            " bytes.",
         )
     attributes = queue.attributes
     if attributes["fifo"]:
         for item in entries:
             if item.get("MessageGroupId") is None:
-                raise SqsFault(
-                    "MissingParameter",
-                    f"entry {item['Id']}: the request must contain the parameter MessageGroupId",
-                )
+                raise SqsFault("MissingParameter", missing_parameter("MessageGroupId"))
             if not attributes["content_based_deduplication"] and not item.get(
                 "MessageDeduplicationId"
             ):
-                raise SqsFault(
-                    "InvalidParameterValue",
-                    f"entry {item['Id']}: the queue should either have ContentBasedDeduplication"
-                    " enabled or MessageDeduplicationId provided explicitly",
-                )
+                raise SqsFault("InvalidParameterValue", NO_DEDUPLICATION)
     outcomes: dict[str, Any] = {}
     valid: list[tuple[str, dict[str, Any], dict[str, TypedValue]]] = []
     for item in entries:
@@ -161,7 +165,7 @@ def delete_message(request: Request) -> dict[str, Any]:
 @action
 def delete_message_batch(request: Request) -> dict[str, Any]:
     queue = request.queue()
-    entries = _entries(request)
+    entries = _entries(request, "DeleteMessageBatch")
     handles = [_handle(item) for item in entries]
     done = queue.delete_batch(list(dict.fromkeys(handles)))
     failed = {
@@ -194,7 +198,7 @@ def change_message_visibility(request: Request) -> dict[str, Any]:
 @action
 def change_message_visibility_batch(request: Request) -> dict[str, Any]:
     queue = request.queue()
-    entries = _entries(request)
+    entries = _entries(request, "ChangeMessageVisibilityBatch")
     handles = [_handle(item) for item in entries]
     if len(set(handles)) < len(handles):
         raise SqsFault("InvalidParameterValue", "two entries name the same ReceiptHandle")
@@ -222,22 +226,28 @@ def _not_available(handle: str) -> SqsFault:
 # -- batches ---------------------------------------------------------------------------------------
 
 
-def _entries(request: Request) -> list[dict[str, Any]]:
-    """A batch's entries, checked as SQS checks them before doing any."""
+def _entries(request: Request, call: str) -> list[dict[str, Any]]:
+    """A batch's entries, checked as SQS checks them before doing any (`call`: the action's
+    name, which SQS's answer to an empty batch names)."""
     entries = request.params.get("Entries") or []
     if not entries:
-        raise SqsFault("EmptyBatchRequest", "the batch has no entries")
+        raise SqsFault("EmptyBatchRequest", empty_batch(call))
     if len(entries) > MAX_BATCH:
-        raise SqsFault("TooManyEntriesInBatchRequest", f"a batch has at most {MAX_BATCH} entries")
+        raise SqsFault(
+            "TooManyEntriesInBatchRequest",
+            f"Maximum number of entries per request are {MAX_BATCH}. You have sent {len(entries)}.",
+        )
     ids = [item.get("Id") for item in entries]
     for entry_id in ids:
         if entry_id is None or not _ENTRY_ID.fullmatch(entry_id):
             raise SqsFault(
                 "InvalidBatchEntryId",
-                "entry ids are 1 to 80 characters of A-Z, a-z, 0-9, '-' and '_'",
+                "A batch entry id can only contain alphanumeric characters, hyphens and"
+                " underscores. It can be at most 80 letters long.",
             )
-    if len(set(ids)) < len(ids):
-        raise SqsFault("BatchEntryIdsNotDistinct", "two entries have the same Id")
+    repeated = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
+    if repeated is not None:
+        raise SqsFault("BatchEntryIdsNotDistinct", f"Id {repeated} repeated.")
     return entries
 
 
@@ -252,11 +262,18 @@ def _by_entry(
     entries: list[dict[str, Any]], handles: list[str], failed: dict[str, str]
 ) -> dict[str, Any]:
     return {
-        item["Id"]: fault_named(failed[handle], f"{failed[handle]} for this entry")
+        item["Id"]: fault_named(failed[handle], _entry_words(failed[handle], handle))
         if handle in failed
         else {"Id": item["Id"]}
         for item, handle in zip(entries, handles, strict=True)
     }
+
+
+def _entry_words(code: str, handle: str) -> str:
+    """SQS's words for a batch entry's failure."""
+    if code == ReceiptHandleIsInvalid.code:
+        return not_a_handle(handle[:200])
+    return f"{code} for this entry"
 
 
 def _batch_result(entries: list[dict[str, Any]], outcomes: dict[str, Any]) -> dict[str, Any]:

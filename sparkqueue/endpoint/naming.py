@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from .faults import SqsFault
+from .faults import NO_QUEUE, SqsFault
 
 DEFAULT_ACCOUNT = "000000000000"
 DEFAULT_REGION = "us-east-1"
@@ -54,11 +54,7 @@ class Naming:
         found = _REGION_HOST.fullmatch(parts.hostname or "")
         region = found and (found["a"] or found["b"])
         if len(segments) != 2 or segments[0] != self.account or not self._ours(region):
-            raise SqsFault(
-                "QueueDoesNotExist",
-                f"the queue URL {url[:200]!r} names no queue of account {self.account}"
-                f"{f' in {self.region}' if self.region else ''} here",
-            )
+            raise SqsFault("QueueDoesNotExist", NO_QUEUE)  # another account's or region's
         return segments[1]
 
     def name_of_arn(self, arn: str, what: str = "the ARN") -> str:

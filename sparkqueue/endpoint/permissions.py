@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ..limits import MAX_POLICY_CHARACTERS
-from .faults import SqsFault
+from .faults import SqsFault, invalid_value, missing_parameter
 
 POLICY_VERSION = "2012-10-17"
 MAX_ACTIONS = 7  # a permission names at most this many actions
@@ -35,23 +35,26 @@ def added(
             "InvalidParameterValue", "Label is 1 to 80 characters of A-Z, a-z, 0-9, '-' and '_'"
         )
     if not accounts or not all(_ACCOUNT.fullmatch(a) for a in accounts):
-        raise SqsFault("InvalidParameterValue", "AWSAccountIds are 12-digit account ids")
+        shown = f"[{', '.join(a[:20] for a in accounts[:MAX_ACTIONS])}]"
+        raise SqsFault(
+            "InvalidParameterValue", invalid_value(shown, "PrincipalId", "Unable to verify")
+        )
     if not actions:
-        raise SqsFault("MissingParameter", "the request must contain the parameter Actions")
+        raise SqsFault("MissingParameter", missing_parameter("Actions"))
     if len(actions) > MAX_ACTIONS:
         raise SqsFault(
-            "OverLimit", f"{len(actions)} Actions were found, maximum allowed is {MAX_ACTIONS}"
+            "OverLimit", f"{len(actions)} Actions were found, maximum allowed is {MAX_ACTIONS}."
         )
     unknown = [a for a in actions if a not in ACTIONS]
     if unknown:
+        reason = "Only the queue owner is allowed to invoke this action"
         raise SqsFault(
-            "InvalidParameterValue",
-            f"Actions must name some of {', '.join(sorted(ACTIONS))}; not {unknown[0][:80]!r}",
+            "InvalidParameterValue", invalid_value(f"SQS:{unknown[0][:80]}", "ActionName", reason)
         )
     document = _document(policy, queue_arn)
     statements = document["Statement"]
     if any(statement.get("Sid") == label for statement in statements):
-        raise SqsFault("InvalidParameterValue", f"the queue's policy already has a Label {label!r}")
+        raise SqsFault("InvalidParameterValue", invalid_value(label, "Label", "Already exists"))
     statements.append(
         {
             "Sid": label,
@@ -74,9 +77,8 @@ def removed(policy: str | None, label: str) -> str | None:
     document = _document(policy)
     kept = [s for s in document["Statement"] if s.get("Sid") != label]
     if len(kept) == len(document["Statement"]):
-        raise SqsFault(
-            "InvalidParameterValue", f"the queue's policy has no permission labelled {label[:80]!r}"
-        )
+        reason = "can't find label on existing policy"
+        raise SqsFault("InvalidParameterValue", invalid_value(label[:80], "Label", reason))
     return json.dumps({**document, "Statement": kept}) if kept else None
 
 

@@ -13,7 +13,7 @@ from ..errors import InvalidParameterValue
 from ..limits import MAX_MESSAGE_BYTES
 from ..queue import Queue
 from . import permissions, settings
-from .faults import SqsFault
+from .faults import NO_QUEUE, SqsFault, missing_parameter
 from .service import Request, action
 
 DEFAULT_LISTED = 1000  # ListQueues without MaxResults, as SQS
@@ -59,7 +59,7 @@ def create_queue(request: Request) -> dict[str, Any]:
 def get_queue_url(request: Request) -> dict[str, Any]:
     name = request.required("QueueName")
     if request.service.find(name) is None:
-        raise SqsFault("QueueDoesNotExist", f"there is no queue {name[:80]!r}")
+        raise SqsFault("QueueDoesNotExist", NO_QUEUE)
     return {"QueueUrl": request.url(name)}
 
 
@@ -108,7 +108,7 @@ def set_queue_attributes(request: Request) -> dict[str, Any]:
     try:
         queue.update_attributes(changes)
     except InvalidParameterValue as error:
-        raise SqsFault("InvalidAttributeValue", error.message) from None
+        raise SqsFault("InvalidAttributeValue", error.sqs_message) from None
     return {}
 
 
@@ -152,15 +152,17 @@ def purge_queue(request: Request) -> dict[str, Any]:
 def tag_queue(request: Request) -> dict[str, Any]:
     given = request.required("Tags")
     if not given:  # as SQS: an empty map is a missing one
-        raise SqsFault("MissingParameter", "the request must contain the parameter Tags")
+        raise SqsFault("MissingParameter", missing_parameter("Tags"))
+
+    queue = request.queue()
 
     def changes(current: dict[str, Any]) -> dict[str, Any]:
         tags = {**current["tags"], **given}
         if len(tags) > MAX_TAGS:
-            raise SqsFault("InvalidParameterValue", f"a queue may carry at most {MAX_TAGS} tags")
+            raise SqsFault("InvalidParameterValue", f"Too many tags added for queue {queue.name}.")
         return {"tags": tags}
 
-    request.queue().update_attributes(changes)
+    queue.update_attributes(changes)
     return {}
 
 
@@ -169,7 +171,7 @@ def untag_queue(request: Request) -> dict[str, Any]:
     removed = set(request.required("TagKeys"))
     if not removed:
         raise SqsFault(
-            "InvalidParameterValue", "Tag keys must be between 1 and 128 characters in length"
+            "InvalidParameterValue", "Tag keys must be between 1 and 128 characters in length."
         )
     request.queue().update_attributes(
         lambda current: {"tags": {k: v for k, v in current["tags"].items() if k not in removed}}
@@ -242,7 +244,7 @@ def cancel_message_move_task(request: Request) -> dict[str, Any]:
 def _existing(request: Request, name: str) -> Any:
     queue = request.service.find(name)
     if queue is None:
-        raise SqsFault("ResourceNotFoundException", f"there is no queue {name[:80]!r}")
+        raise SqsFault("ResourceNotFoundException", NO_QUEUE)
     return queue
 
 

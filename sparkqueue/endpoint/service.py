@@ -22,7 +22,7 @@ from ..errors import (
 from ..limits import QUEUE_LOOKUP_CACHE_SECONDS
 from ..queue import Queue
 from ..rules import handles
-from .faults import SqsFault, fault_of
+from .faults import NO_QUEUE, SqsFault, fault_of, missing_parameter
 from .longpoll import LongPolls
 from .lookup import Lookups
 from .naming import Naming
@@ -178,7 +178,7 @@ class Request:
     def required(self, name: str) -> Any:
         value = self.params.get(name)
         if value is None:
-            raise SqsFault("MissingParameter", f"the request must give {name}")
+            raise SqsFault("MissingParameter", missing_parameter(name))
         return value
 
     def queue_name(self) -> str:
@@ -186,14 +186,14 @@ class Request:
         if url is None and self.path.strip("/"):
             url = self.path  # the query protocol may post to the queue's URL instead
         if url is None:
-            raise SqsFault("MissingParameter", "the request must give QueueUrl")
+            raise SqsFault("MissingParameter", missing_parameter("QueueUrl"))
         return self.service.naming.name_of_url(url)
 
     def queue(self) -> Queue:
         name = self.queue_name()
         queue = self.service.find(name)  # a name no queue can have names no queue, as in SQS
         if queue is None:
-            raise SqsFault("QueueDoesNotExist", f"there is no queue {name[:80]!r}")
+            raise SqsFault("QueueDoesNotExist", NO_QUEUE)
         return queue
 
     def url(self, name: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from ..attributes import MAX_REDRIVE_SOURCES, RANGES, REDRIVE_PERMISSIONS
 from ..limits import MAX_KMS_REUSE_SECONDS, MAX_POLICY_CHARACTERS, MIN_KMS_REUSE_SECONDS
 from ..model import QueueStats
-from .faults import SqsFault
+from .faults import SqsFault, unknown_attribute
 from .naming import Naming
 
 # SQS attribute -> the QueueAttributes field it sets, for the plain whole-number ones.
@@ -63,13 +63,10 @@ def to_keywords(attributes: dict[str, str], naming: Naming, *, fifo: bool) -> di
             keywords["redrive_allow_policy"] = _redrive_allow_policy(text, naming)
         elif name in METADATA:
             if name in FIFO_ONLY and not fifo:
-                raise SqsFault("InvalidAttributeName", f"{name} applies to FIFO queues only")
+                raise SqsFault("InvalidAttributeName", unknown_attribute(name))  # as SQS answers
             metadata[name] = _metadata_value(name, text)
         else:
-            raise SqsFault(
-                "InvalidAttributeName",
-                f"unknown attribute {name[:80]!r}; settable: {', '.join(sorted(SETTABLE))}",
-            )
+            raise SqsFault("InvalidAttributeName", unknown_attribute(name[:80]))
     if metadata:
         keywords["sqs_metadata"] = metadata
     return keywords
@@ -94,7 +91,7 @@ def check_names(names: list[str]) -> list[str]:
         return list(READABLE)
     unknown = [name for name in names if name not in READABLE]
     if unknown:
-        raise SqsFault("InvalidAttributeName", f"unknown attribute name {unknown[0][:80]!r}")
+        raise SqsFault("InvalidAttributeName", unknown_attribute(unknown[0][:80]))
     return names
 
 
@@ -222,6 +219,5 @@ def _json_object(name: str, text: str) -> dict[str, Any]:
 
 
 def _bad_value(name: str, text: str, expected: str) -> SqsFault:
-    return SqsFault(
-        "InvalidAttributeValue", f"invalid value {text[:80]!r} for {name}: expected {expected}"
-    )
+    """SQS's answer names the attribute alone; what it expects is in the endpoint's docs."""
+    return SqsFault("InvalidAttributeValue", f"Invalid value for the parameter {name}.")

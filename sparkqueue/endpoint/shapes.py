@@ -17,7 +17,7 @@ from ..errors import InvalidParameterValue
 from ..model import Message, SentMessage
 from ..rules.validation import SENDER_SYSTEM_ATTRIBUTES, check_text, system_key
 from .digest import TypedValue, md5_of_attributes, md5_of_body
-from .faults import SqsFault
+from .faults import SqsFault, missing_parameter, unknown_attribute
 
 SYSTEM_ATTRIBUTES = (
     "SenderId",
@@ -34,28 +34,30 @@ SYSTEM_ATTRIBUTES = (
 # -- sending ---------------------------------------------------------------------------------------
 
 
+NO_DEDUPLICATION = (
+    "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId"
+    " provided explicitly"
+)
+
+
 def check_fifo_send(params: dict[str, Any], attributes: dict[str, Any]) -> None:
     """SQS's codes for what a FIFO send lacks (the Python API says MissingParameter to both)."""
     if not attributes["fifo"]:
         return
     if params.get("MessageGroupId") is None:
-        raise SqsFault("MissingParameter", "The request must contain the parameter MessageGroupId.")
+        raise SqsFault("MissingParameter", missing_parameter("MessageGroupId"))
     if (
         params.get("MessageDeduplicationId") is None
         and not attributes["content_based_deduplication"]
     ):
-        raise SqsFault(
-            "InvalidParameterValue",
-            "The queue should either have ContentBasedDeduplication enabled or"
-            " MessageDeduplicationId provided explicitly",
-        )
+        raise SqsFault("InvalidParameterValue", NO_DEDUPLICATION)
 
 
 def entry_of(params: dict[str, Any], limit: int) -> tuple[dict[str, Any], dict[str, TypedValue]]:
     """`Queue.send` keywords for one SendMessage (or batch entry), and its typed attributes."""
     body = params.get("MessageBody")
     if body is None:
-        raise SqsFault("MissingParameter", "a message must give MessageBody")
+        raise SqsFault("MissingParameter", missing_parameter("MessageBody"))
     try:
         check_text("the message body", body)
     except InvalidParameterValue as error:
@@ -63,7 +65,11 @@ def entry_of(params: dict[str, Any], limit: int) -> tuple[dict[str, Any], dict[s
     system = system_values(params.get("MessageSystemAttributes", {}))
     typed = typed_of(params.get("MessageAttributes", {}))
     if size_of(params) > limit:
-        raise SqsFault("InvalidParameterValue", f"the message must be shorter than {limit} bytes")
+        raise SqsFault(
+            "InvalidParameterValue",
+            f"One or more parameters are invalid. Reason: Message must be shorter than {limit}"
+            " bytes.",
+        )
     types = {n: v.data_type for n, v in typed.items() if v.data_type != "String"}
     entry = {
         "body": body,
@@ -150,7 +156,7 @@ def system_names(names: list[str]) -> list[str]:
         return list(SYSTEM_ATTRIBUTES)
     unknown = [n for n in names if n not in SYSTEM_ATTRIBUTES and n != "AWSTraceHeader"]
     if unknown:
-        raise SqsFault("InvalidAttributeName", f"unknown attribute name {unknown[0][:80]!r}")
+        raise SqsFault("InvalidAttributeName", unknown_attribute(unknown[0][:80]))
     return names
 
 

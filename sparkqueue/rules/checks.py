@@ -16,14 +16,21 @@ MESSAGE_ID_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 NAME_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{QUEUE_NAME_MAX_LENGTH}}}")
 
 
-def check_int(name: str, value: Any, low: int, high: int) -> int:
-    """Accepts a whole number within [low, high]; bools and floats are rejected, not coerced."""
+def check_int(name: str, value: Any, low: int, high: int, *, sqs_name: str = "") -> int:
+    """Accepts a whole number within [low, high]; bools and floats are rejected, not coerced.
+    `sqs_name`: the parameter's name in SQS's API, for SQS's words on the wire."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidParameterValue(
             f"{name} must be a whole number from {low} to {high}, got {value!r}"
         )
     if not low <= value <= high:
-        raise InvalidParameterValue(f"{name} must be from {low} to {high}, got {value}")
+        words = sqs_name and (
+            f"Value {value} for parameter {sqs_name} is invalid. Reason: {sqs_name} must be >="
+            f" {low} and <= {high}."
+        )
+        raise InvalidParameterValue(
+            f"{name} must be from {low} to {high}, got {value}", sqs_message=words or None
+        )
     return value
 
 
@@ -48,7 +55,9 @@ def check_queue_name(name: Any, *, fifo: bool | None = None) -> str:
     if not NAME_PATTERN.fullmatch(base):
         raise InvalidParameterValue(
             f"invalid queue name {name!r}: use 1 to {QUEUE_NAME_MAX_LENGTH} characters of A-Z,"
-            f" a-z, 0-9, '_' and '-' (plus the '{FIFO_SUFFIX}' suffix for FIFO queues)"
+            f" a-z, 0-9, '_' and '-' (plus the '{FIFO_SUFFIX}' suffix for FIFO queues)",
+            sqs_message="Can only include alphanumeric characters, hyphens, or underscores. 1 to"
+            f" {QUEUE_NAME_MAX_LENGTH} in length",
         )
     if fifo is not None and fifo != name.endswith(FIFO_SUFFIX):
         if fifo:

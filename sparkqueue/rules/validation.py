@@ -97,7 +97,9 @@ def check_attributes(attributes: Any) -> dict[str, str]:
             raise InvalidParameterValue(
                 f"invalid attribute name {name!r}: use 1 to {MAX_ATTRIBUTE_NAME_LENGTH} characters"
                 " of A-Z, a-z, 0-9, '_', '-' and '.', not starting or ending with '.', without"
-                " '..', and not starting with 'AWS.' or 'Amazon.'"
+                " '..', and not starting with 'AWS.' or 'Amazon.'",
+                sqs_message=f"The message attribute name '{name}' is invalid. Attribute name can"
+                " contain A-Z, a-z, 0-9, underscore (_), hyphen (-), and period (.) characters.",
             )
         check_text(f"attribute {name!r}", value)
     return dict(attributes)
@@ -131,7 +133,9 @@ def check_attribute_types(types: Any, attributes: dict[str, str]) -> dict[str, s
         if not isinstance(data_type, str) or not _DATA_TYPE.fullmatch(data_type):
             raise InvalidParameterValue(
                 f"attribute {name!r} has the DataType {data_type!r}; allowed: String, Number or"
-                " Binary, optionally followed by '.' and a label of A-Z, a-z, 0-9, '_', '-', '.'"
+                " Binary, optionally followed by '.' and a label of A-Z, a-z, 0-9, '_', '-', '.'",
+                sqs_message=f"The message attribute '{name}' has an invalid message attribute"
+                " type, the set of supported type prefixes is Binary, Number, and String.",
             )
         value = attributes[name]
         if data_type.startswith("Number") and not _is_number(value):
@@ -250,7 +254,9 @@ def check_fifo_options(
     if delay is not None and (isinstance(delay, bool) or delay != 0):  # an explicit 0 is fine
         raise InvalidParameterValue(
             "FIFO queues take no per-message delay_seconds other than 0; set the queue's"
-            " delay_seconds instead"
+            " delay_seconds instead",
+            sqs_message=f"Value {delay} for parameter DelaySeconds is invalid. Reason: The request"
+            " include parameter that is not valid for this queue type.",
         )
     if group_id is None:
         raise MissingParameter(f"a FIFO queue needs group_id{how} for every message")

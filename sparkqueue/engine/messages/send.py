@@ -79,7 +79,7 @@ def normalize_entry(entry: str | dict[str, Any], attrs: QueueAttributes) -> Send
             deduplication_id = content_deduplication_id(body)
     if delay is None:
         delay = attrs.delay_seconds
-    check_int("delay_seconds", delay, 0, MAX_DELAY_SECONDS)
+    check_int("delay_seconds", delay, 0, MAX_DELAY_SECONDS, sqs_name="DelaySeconds")
     return SendEntry(body, attributes, group_id, deduplication_id, delay, attribute_types)
 
 
