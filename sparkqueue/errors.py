@@ -19,6 +19,11 @@ class QueueError(Exception):
         self.sqs_message = sqs_message or self.sqs_words or message
 
 
+def invalid_value(value: object, parameter: str, reason: str) -> str:
+    """SQS's sentence for a parameter value it refuses (a `sqs_message`)."""
+    return f"Value {value} for parameter {parameter} is invalid. Reason: {reason}."
+
+
 class QueueDoesNotExist(QueueError):
     code = "QueueDoesNotExist"
     sqs_words = "The specified queue does not exist."

@@ -104,7 +104,9 @@ class Queue:
         outcomes = send.checked_entries("send_batch", entries, self._ctx.record(self.name))
         for index, outcome in enumerate(outcomes):
             if isinstance(outcome, InvalidParameterValue):
-                raise type(outcome)(f"entry {index}: {outcome.message}")
+                raise type(outcome)(
+                    f"entry {index}: {outcome.message}", sqs_message=outcome.sqs_message
+                )
         sent = send.send_valid(self._ctx.quick, self.name, outcomes)
         return [message.message_id for message in sent]  # type: ignore[union-attr]
 

@@ -5,8 +5,8 @@ authors recorded from SQS.
     .venv/bin/python tools/moto_sqs.py
 
 It takes moto's `tests/test_sqs/test_sqs.py` (and the two small modules it imports) from the
-source distribution of the moto installed here (PyPI, through pip), serves a fresh local root on port 5000 (moto's server-mode tests
-build their expected URLs with that port), and runs the suite with moto's `TEST_SERVER_MODE`.
+source distribution of the moto installed here (PyPI, through pip), serves a fresh local root
+on port 5000 (moto's server-mode tests build their expected URLs with that port), and runs the suite with moto's `TEST_SERVER_MODE`.
 Between tests every queue is deleted, as moto's server resets itself. Needs the dev extra
 (boto3, moto, freezegun) and PyPI; it is not part of the test run.
 """
@@ -14,6 +14,7 @@ Between tests every queue is deleted, as moto's server resets itself. Needs the 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tarfile
@@ -70,23 +71,46 @@ def main() -> int:
         command = Path(sys.executable).with_name("sparkqueue")  # the installed command line
         serve = [str(command), "serve", "--root", str(folder / "root")]
         serve += ["--port", str(PORT), "--account", ACCOUNT, "--redrive-every", "0"]
-        server = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        log = folder / "serve.log"
+        with log.open("wb") as output:
+            server = subprocess.Popen(serve, stdout=output, stderr=subprocess.STDOUT)
         try:
-            time.sleep(5)
+            _wait_until_serving(server, log)
             env = {
                 **os.environ,
                 "TEST_SERVER_MODE": "true",
                 "TEST_SERVER_MODE_ENDPOINT": f"http://localhost:{PORT}",
                 "AWS_ACCESS_KEY_ID": "test",
                 "AWS_SECRET_ACCESS_KEY": "test",
-                "PYTHONPATH": str(folder),
+                "PYTHONPATH": os.pathsep.join(
+                    filter(None, [str(folder), os.environ.get("PYTHONPATH")])
+                ),
             }
             pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", os.devnull]
             pytest += ["-q", "-n", "0", "-rf", "--timeout", "120", "tests/test_sqs/test_sqs.py"]
             return subprocess.run(pytest, cwd=folder, env=env).returncode
         finally:
             server.terminate()
-            server.wait(timeout=30)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+def _wait_until_serving(server: subprocess.Popen, log: Path, seconds: float = 60) -> None:
+    """Until the endpoint takes connections on PORT; its output when it stopped instead (the
+    port taken, say)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"sparkqueue serve stopped:\n{log.read_text()}")
+        try:
+            socket.create_connection(("127.0.0.1", PORT), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"sparkqueue serve did not listen on port {PORT} within {seconds} s")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ HTTP status and whose fault it is; and the one mapping from sparkqueue's own exc
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .. import errors
@@ -81,14 +82,14 @@ _OF_QUEUE_ERROR = {
 # SQS's own words for its errors (from its API reference, its SDKs' models and recorded answers):
 # code and tests written against SQS match on them.
 NO_QUEUE = errors.QueueDoesNotExist.sqs_words
+invalid_value = errors.invalid_value
+# Characters XML 1.0 cannot carry: a refused value echoed in an error keeps the query
+# protocol's answer well-formed with them written as \xNN.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def missing_parameter(parameter: str) -> str:
     return f"The request must contain the parameter {parameter}."
-
-
-def invalid_value(value: object, parameter: str, reason: str) -> str:
-    return f"Value {value} for parameter {parameter} is invalid. Reason: {reason}."
 
 
 def unknown_attribute(name: str) -> str:
@@ -109,7 +110,7 @@ class SqsFault(Exception):
     def __init__(self, name: str, message: str) -> None:
         super().__init__(message)
         self.kind = KINDS[name]
-        self.message = message
+        self.message = _NOT_XML.sub(lambda found: f"\\x{ord(found[0]):02x}", message)
 
 
 def fault_of(error: errors.QueueError) -> SqsFault:

@@ -18,6 +18,7 @@ from .faults import (
     empty_batch,
     fault_named,
     fault_of,
+    invalid_value,
     missing_parameter,
     not_a_handle,
 )
@@ -218,8 +219,7 @@ def change_message_visibility_batch(request: Request) -> dict[str, Any]:
 
 def _not_available(handle: str) -> SqsFault:
     return SqsFault(
-        "InvalidParameterValue",
-        f"Value {handle[:200]} for parameter ReceiptHandle is invalid. Reason: {NOT_AVAILABLE}.",
+        "InvalidParameterValue", invalid_value(handle[:200], "ReceiptHandle", NOT_AVAILABLE)
     )
 
 

@@ -14,6 +14,7 @@ from .faults import SqsFault, invalid_value, missing_parameter
 
 POLICY_VERSION = "2012-10-17"
 MAX_ACTIONS = 7  # a permission names at most this many actions
+SHOWN_ACCOUNTS = 10  # of refused AWSAccountIds, how many an error echoes
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _ACCOUNT = re.compile(r"[0-9]{12}")
 # The actions a permission may name (SQS's list; "*" for all of them).
@@ -35,7 +36,7 @@ def added(
             "InvalidParameterValue", "Label is 1 to 80 characters of A-Z, a-z, 0-9, '-' and '_'"
         )
     if not accounts or not all(_ACCOUNT.fullmatch(a) for a in accounts):
-        shown = f"[{', '.join(a[:20] for a in accounts[:MAX_ACTIONS])}]"
+        shown = f"[{', '.join(a[:20] for a in accounts[:SHOWN_ACCOUNTS])}]"
         raise SqsFault(
             "InvalidParameterValue", invalid_value(shown, "PrincipalId", "Unable to verify")
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import EmptyBatchRequest, InvalidParameterValue
+from ..errors import EmptyBatchRequest, InvalidParameterValue, invalid_value
 from ..limits import (
     FIFO_SUFFIX,
     MAX_VISIBILITY_SECONDS,
@@ -24,10 +24,8 @@ def check_int(name: str, value: Any, low: int, high: int, *, sqs_name: str = "")
             f"{name} must be a whole number from {low} to {high}, got {value!r}"
         )
     if not low <= value <= high:
-        words = sqs_name and (
-            f"Value {value} for parameter {sqs_name} is invalid. Reason: {sqs_name} must be >="
-            f" {low} and <= {high}."
-        )
+        reason = f"{sqs_name} must be >= {low} and <= {high}"
+        words = sqs_name and invalid_value(value, sqs_name, reason)
         raise InvalidParameterValue(
             f"{name} must be from {low} to {high}, got {value}", sqs_message=words or None
         )

@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..attributes import QueueAttributes
-from ..errors import InvalidParameterValue, MissingParameter
+from ..errors import InvalidParameterValue, MissingParameter, invalid_value
 from ..limits import MAX_ATTRIBUTE_NAME_LENGTH, MAX_ATTRIBUTES, MAX_DELAY_SECONDS, MAX_ID_LENGTH
 
 if TYPE_CHECKING:  # the Spark twins below import pyspark when they are called (send_df)
@@ -55,6 +55,8 @@ FORBIDDEN_JAVA = _forbidden_class(r"\x{{{:x}}}")
 _ATTRIBUTE_NAME = re.compile(ATTRIBUTE_NAME_RULE)
 _IDENTIFIER = re.compile(IDENTIFIER_RULE)
 _DATA_TYPE = re.compile(DATA_TYPE_RULE)
+# SQS's reason, in its own words, for a parameter a queue of this type does not take
+WRONG_QUEUE_TYPE = "The request include parameter that is not valid for this queue type"
 
 
 def whole_match_java(rule: str) -> str:
@@ -98,7 +100,7 @@ def check_attributes(attributes: Any) -> dict[str, str]:
                 f"invalid attribute name {name!r}: use 1 to {MAX_ATTRIBUTE_NAME_LENGTH} characters"
                 " of A-Z, a-z, 0-9, '_', '-' and '.', not starting or ending with '.', without"
                 " '..', and not starting with 'AWS.' or 'Amazon.'",
-                sqs_message=f"The message attribute name '{name}' is invalid. Attribute name can"
+                sqs_message=f"The message attribute name '{str(name)[:MAX_ATTRIBUTE_NAME_LENGTH]}' is invalid. Attribute name can"
                 " contain A-Z, a-z, 0-9, underscore (_), hyphen (-), and period (.) characters.",
             )
         check_text(f"attribute {name!r}", value)
@@ -255,8 +257,7 @@ def check_fifo_options(
         raise InvalidParameterValue(
             "FIFO queues take no per-message delay_seconds other than 0; set the queue's"
             " delay_seconds instead",
-            sqs_message=f"Value {delay} for parameter DelaySeconds is invalid. Reason: The request"
-            " include parameter that is not valid for this queue type.",
+            sqs_message=invalid_value(delay, "DelaySeconds", WRONG_QUEUE_TYPE),
         )
     if group_id is None:
         raise MissingParameter(f"a FIFO queue needs group_id{how} for every message")

@@ -137,8 +137,8 @@ def test_a_native_process_and_a_spark_process_share_one_queue(spark_broker, tmp_
     share_with_a_child(queue, CHILD, [spark_broker.root], tmp_path)
 
 
-# Each engine begins a move once, and each crash point is met once.
-@pytest.mark.parametrize(("marks", "step"), [("spark", "copied"), ("native", "marked")])
+@pytest.mark.parametrize("step", ["marked", "copied"])
+@pytest.mark.parametrize("marks", ["spark", "native"])
 def test_a_move_one_engine_began_is_finished_once_by_the_others_pass(broker, clock, marks, step):
     """A redrive pass of one engine marks the exhausted messages (and, at "copied", copies
     them too); then a pass of the other engine finds the marks and finishes the move: its copy

@@ -5,8 +5,10 @@ protocol) against a real endpoint over a native broker (no JVM)."""
 
 from __future__ import annotations
 
+import urllib.parse
 import urllib.request
 from urllib.error import HTTPError
+from xml.etree import ElementTree
 
 import boto3
 import pytest
@@ -203,6 +205,28 @@ def test_the_query_protocol_carries_the_same_words(endpoint):
     body = raised.value.read().decode()
     assert "<Code>AWS.SimpleQueueService.NonExistentQueue</Code>" in body
     assert f"<Message>{NO_QUEUE}</Message>" in body
+
+
+def test_a_refused_value_with_control_characters_keeps_the_answer_well_formed(endpoint, sqs):
+    """SQS's words echo the refused value; one XML cannot carry is written as \\xNN, so the
+    query protocol's answer still parses and says InvalidParameterValue."""
+    url = sqs.create_queue(QueueName="echo")["QueueUrl"]
+    form = urllib.parse.urlencode(
+        {
+            "Action": "SendMessage",
+            "QueueUrl": url,
+            "MessageBody": "b",
+            "MessageAttribute.1.Name": "\x01bad",
+            "MessageAttribute.1.Value.DataType": "String",
+            "MessageAttribute.1.Value.StringValue": "v",
+        }
+    ).encode()
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "X-Amz-Date": "20261129T0Z"}
+    with pytest.raises(HTTPError) as raised:
+        urllib.request.urlopen(urllib.request.Request(url, data=form, headers=headers), timeout=10)
+    error = ElementTree.fromstring(raised.value.read()).find("{*}Error")
+    assert error.findtext("{*}Code") == "InvalidParameterValue"
+    assert "'\\x01bad' is invalid" in error.findtext("{*}Message")
 
 
 def test_python_callers_keep_the_longer_sentences(broker):
