@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from ..errors import QueueError, ReceiptHandleIsInvalid
-from ..limits import MAX_BATCH_BYTES, MAX_WAIT_SECONDS
+from ..limits import MAX_BATCH_BYTES, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS
 from ..model import Message
 from ..queue import Queue
 from ..rules.checks import check_int
@@ -101,10 +101,12 @@ def send_message_batch(request: Request) -> dict[str, Any]:
 def receive_message(request: Request) -> dict[str, Any]:
     queue = request.queue()
     params = request.params
-    count = check_int("MaxNumberOfMessages", params.get("MaxNumberOfMessages", 1), 1, MAX_RECEIVED)
-    timeout = params.get("VisibilityTimeout")  # checked by Queue.receive
+    count = _whole(params.get("MaxNumberOfMessages", 1), "MaxNumberOfMessages", 1, MAX_RECEIVED)
+    timeout = params.get("VisibilityTimeout")
+    if timeout is not None:
+        _whole(timeout, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS)
     wait = params.get("WaitTimeSeconds", queue.attributes["receive_wait_time_seconds"])
-    check_int("WaitTimeSeconds", wait, 0, MAX_WAIT_SECONDS)
+    _whole(wait, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS)
     system = system_names(
         params.get("AttributeNames", []) + params.get("MessageSystemAttributeNames", [])
     )
@@ -187,6 +189,7 @@ def change_message_visibility(request: Request) -> dict[str, Any]:
     timeout = request.required("VisibilityTimeout")
     queue = request.queue()
     handle = request.required("ReceiptHandle")
+    _whole(timeout, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS)
     try:
         queue.change_visibility(handle, timeout, latest_receive=True)
     except ReceiptHandleIsInvalid:
@@ -224,6 +227,11 @@ def _not_available(handle: str) -> SqsFault:
 
 
 # -- batches ---------------------------------------------------------------------------------------
+
+
+def _whole(value: Any, name: str, low: int, high: int) -> int:
+    """A whole-number parameter within SQS's range, refused in SQS's words."""
+    return check_int(name, value, low, high, sqs_name=name)
 
 
 def _entries(request: Request, call: str) -> list[dict[str, Any]]:

@@ -123,6 +123,36 @@ def test_messages_and_their_attributes(sqs, queue_url, fifo_url):
     assert "Messages" not in sqs.receive_message(QueueUrl=queue_url)
 
 
+def test_numbers_out_of_range(sqs, queue_url):
+    for call, params, name, allowed in [
+        (sqs.receive_message, {"MaxNumberOfMessages": 11}, "MaxNumberOfMessages", ">= 1 and <= 10"),
+        (sqs.receive_message, {"WaitTimeSeconds": 21}, "WaitTimeSeconds", ">= 0 and <= 20"),
+        (
+            sqs.receive_message,
+            {"VisibilityTimeout": 43201},
+            "VisibilityTimeout",
+            ">= 0 and <= 43200",
+        ),
+    ]:
+        value = params[name]
+        assert answer(call, QueueUrl=queue_url, **params) == (
+            "InvalidParameterValue",
+            f"Value {value} for parameter {name} is invalid. Reason: {name} must be {allowed}.",
+        )
+    sqs.send_message(QueueUrl=queue_url, MessageBody="b")
+    [message] = sqs.receive_message(QueueUrl=queue_url)["Messages"]
+    handle = message["ReceiptHandle"]
+    assert answer(
+        sqs.change_message_visibility,
+        QueueUrl=queue_url,
+        ReceiptHandle=handle,
+        VisibilityTimeout=-1,
+    )[1] == (
+        "Value -1 for parameter VisibilityTimeout is invalid. Reason: VisibilityTimeout must be"
+        " >= 0 and <= 43200."
+    )
+
+
 def test_batches(sqs, queue_url):
     assert answer(sqs.send_message_batch, QueueUrl=queue_url, Entries=[])[1] == (
         "There should be at least one SendMessageBatchRequestEntry in the request."
