@@ -96,20 +96,15 @@ def test_messages_and_their_attributes(sqs, queue_url, fifo_url):
         "InvalidParameterValue",
         "One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes.",
     )
-    bad_name = {"öther": {"DataType": "String", "StringValue": "x"}}
-    assert answer(
-        sqs.send_message, QueueUrl=queue_url, MessageBody="b", MessageAttributes=bad_name
-    )[1] == (
-        "The message attribute name 'öther' is invalid. Attribute name can contain A-Z, a-z,"
-        " 0-9, underscore (_), hyphen (-), and period (.) characters."
-    )
-    bad_type = {"when": {"DataType": "Date", "StringValue": "x"}}
-    assert answer(
-        sqs.send_message, QueueUrl=queue_url, MessageBody="b", MessageAttributes=bad_type
-    )[1] == (
-        "The message attribute 'when' has an invalid message attribute type, the set of"
-        " supported type prefixes is Binary, Number, and String."
-    )
+    for name, data_type, words in [
+        ("öther", "String", "The message attribute name 'öther' is invalid. Attribute name can"
+         " contain A-Z, a-z, 0-9, underscore (_), hyphen (-), and period (.) characters."),
+        ("when", "Date", "The message attribute 'when' has an invalid message attribute type,"
+         " the set of supported type prefixes is Binary, Number, and String."),
+    ]:  # fmt: skip
+        refused = {name: {"DataType": data_type, "StringValue": "x"}}
+        sent = {"QueueUrl": queue_url, "MessageBody": "b", "MessageAttributes": refused}
+        assert answer(sqs.send_message, **sent)[1] == words
     delayed = {"MessageGroupId": "g", "MessageDeduplicationId": "d", "DelaySeconds": 5}
     assert answer(sqs.send_message, QueueUrl=fifo_url, MessageBody="b", **delayed) == (
         "InvalidParameterValue",
