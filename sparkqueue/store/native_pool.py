@@ -1,7 +1,9 @@
 """Opened delta-rs tables kept between the operations of a local root.
 
 Opening a table reads its last checkpoint and every log entry since (~6 ms here); catching an
-opened one up with the entries written meanwhile (`update_incremental`) reads only those (~1 ms).
+opened one up with the entries written meanwhile (`update_incremental`) reads only those, but
+lists the whole log folder to find them (0.3 ms at 80 entries, 16 ms at 520): a stat of the next
+version's entry first tells whether there is anything to catch up with.
 A receive reads and claims, a delete commits: without the pool each opened the table afresh, a
 third of a one-message receive's time. A table is lent to one user at a time (delta-rs moves a
 table's snapshot forward in place when it commits) and comes back only after a clean use: one
@@ -84,10 +86,14 @@ Stamp = tuple[int, int]  # a log entry file's inode and modification time
 def _stamp(folder: str, version: int) -> Stamp | None:
     """Which file holds the log entry of `version` (None: there is none)."""
     try:
-        found = os.stat(os.path.join(folder, "_delta_log", f"{version:020d}.json"))
+        found = os.stat(_entry(folder, version))
     except OSError:
         return None
     return found.st_ino, found.st_mtime_ns
+
+
+def _entry(folder: str, version: int) -> str:
+    return os.path.join(folder, "_delta_log", f"{version:020d}.json")
 
 
 def _caught_up(table: DeltaTable, stamp: Stamp, folder: str) -> bool:
@@ -96,6 +102,8 @@ def _caught_up(table: DeltaTable, stamp: Stamp, folder: str) -> bool:
     kept_at = table.version()
     if _stamp(folder, kept_at) != stamp:
         return False
+    if not os.path.exists(_entry(folder, kept_at + 1)):
+        return True  # versions come in order: none newer (delta-rs would list the whole log)
     try:
         table.update_incremental()
     except Exception as error:  # e.g. the entries it needed were trimmed: open afresh

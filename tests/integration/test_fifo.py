@@ -9,7 +9,8 @@ from collections import Counter
 import pytest
 from pyspark.sql import functions as F
 
-from sparkqueue.errors import InvalidParameterValue, MissingParameter, OverLimit
+from sparkqueue.errors import InvalidParameterValue, MissingParameter
+from sparkqueue.limits import IN_FLIGHT_LIMITS
 
 from .helpers import run_threads
 
@@ -205,15 +206,20 @@ def test_failing_head_blocks_its_group_until_moved_to_a_fifo_dead_letter_queue(b
     assert len({m.sequence_number for m in moved}) == 2  # each numbered anew in its new queue
 
 
-def test_fifo_in_flight_limit_is_20000(broker, spark):
+def test_a_fifo_queue_at_its_in_flight_limit_answers_receive_df_with_nothing(
+    broker, spark, monkeypatch
+):
+    """As SQS does: no error at a FIFO queue's limit (120,000; 5 here), only no messages."""
+    monkeypatch.setitem(IN_FLIGHT_LIMITS, True, 5)
     queue = broker.create_queue("busy.fifo", fifo=True, shards=2)
-    rows = spark.range(20_001).select(
-        F.col("id").cast("string").alias("body"), (F.col("id") % 100).cast("string").alias("g")
+    rows = spark.range(8).select(
+        F.col("id").cast("string").alias("body"), F.col("id").cast("string").alias("g")
     )
     queue.send_df(rows, group_id="g", deduplication_id="body")
-    assert queue.receive_df(20_000).count() == 20_000
-    with pytest.raises(OverLimit, match="20000"):
-        queue.receive()
+    assert queue.receive_df(10).count() == 5
+    assert queue.receive_df(10).count() == 0
+    assert queue.receive(10) == []
+    assert queue.stats().visible == 3
 
 
 def test_concurrent_consumers_hold_a_group_one_at_a_time_and_in_order(broker):

@@ -1,6 +1,6 @@
 """Where the endpoint answers as Amazon SQS does and the Python API keeps its own stricter rule:
 a visibility change through an older handle of a message still in flight, as many messages of
-one FIFO group as a receive can take, a FIFO batch entry without a deduplication id, a message
+one FIFO group as a receive can take, a FIFO receive at the in-flight limit, a FIFO batch entry without a deduplication id, a message
 over maxReceiveCount moved at the receive that finds it, empty tag edits, AddPermission's policy,
 a receive whose client went away.
 boto3 against a real endpoint over a native broker, in this process, on a fake clock (no JVM)."""
@@ -20,6 +20,7 @@ from botocore.exceptions import ClientError
 from sparkqueue import Broker, Queue
 from sparkqueue.endpoint import SqsEndpoint
 from sparkqueue.errors import TransactionConflict
+from sparkqueue.limits import IN_FLIGHT_LIMITS
 from tests.raw_http import (
     ACCESS_KEY,
     REGION,
@@ -99,6 +100,21 @@ def test_a_fifo_receive_takes_as_many_of_one_group_as_it_can(sqs):
             sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=group)
         got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2)["Messages"]
         assert [m["Body"] for m in got] == ["a1", "a2"]
+
+
+def test_a_fifo_queue_at_its_in_flight_limit_answers_with_no_messages(sqs, monkeypatch):
+    """SQS answers a FIFO receive at the in-flight limit with nothing and no error (a standard
+    queue's short poll gets OverLimit); a delete makes room again."""
+    monkeypatch.setitem(IN_FLIGHT_LIMITS, True, 3)
+    url = fifo(sqs, "full.fifo", ContentBasedDeduplication="true")
+    for i in range(5):
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{i}", MessageGroupId=f"g{i}")
+    held = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert len(held) == 3
+    assert "Messages" not in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=held[0]["ReceiptHandle"])
+    [more] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert more["Body"] not in {m["Body"] for m in held}
 
 
 def test_a_fifo_batch_entry_without_a_deduplication_id_fails_the_whole_call(sqs):

@@ -8,6 +8,7 @@ import pytest
 
 from sparkqueue.engine.messages.inflight import InFlightGauge
 from sparkqueue.errors import OverLimit
+from sparkqueue.limits import IN_FLIGHT_LIMITS
 
 
 def test_grants_what_fits_and_refuses_at_the_limit():
@@ -16,6 +17,16 @@ def test_grants_what_fits_and_refuses_at_the_limit():
     assert gauge.reserve(6, lambda: 0) == 4  # recounted (still 0 in the table) + 6 reserved
     with pytest.raises(OverLimit):
         gauge.reserve(1, lambda: 0)
+
+
+def test_a_full_fifo_queue_grants_nothing_and_raises_nothing():
+    gauge = InFlightGauge(10, fifo=True)
+    assert gauge.reserve(12, lambda: 0) == 10
+    assert gauge.reserve(1, lambda: 10) == 0
+
+
+def test_both_kinds_of_queue_allow_120000_in_flight():
+    assert IN_FLIGHT_LIMITS == {False: 120_000, True: 120_000}
 
 
 def test_settling_returns_what_was_not_claimed():

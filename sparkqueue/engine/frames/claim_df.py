@@ -191,7 +191,9 @@ class _Claim:
 
     def commit(self) -> None:
         """Stages up to `granted` rows, then makes the claim's one commit on the queue."""
-        if self.record.attributes.fifo:
+        if not self.granted:  # a FIFO queue at its in-flight limit: nothing, as in SQS
+            self._settled = 0
+        elif self.record.attributes.fifo:
             self._groups(self.granted)
         else:
             self._ranges(self.granted)

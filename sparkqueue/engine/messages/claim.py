@@ -49,7 +49,7 @@ def claim(
         )
         won: list[str] = []
         try:
-            found = candidates(ctx, record, now, granted)
+            found = candidates(ctx, record, now, granted) if granted else []
             if not found:
                 return []
             issuing = token or handles.new_token()

@@ -1,4 +1,4 @@
-"""How many messages a queue has in flight, approximately, for SQS's OverLimit rule.
+"""How many messages a queue has in flight, approximately, for SQS's in-flight limit.
 
 One gauge per queue table and broker (`QueueContext.in_flight`), shared by every thread and every
 `Queue` object, so callers reserve room under one lock and cannot overshoot the limit together. Other processes are seen at
@@ -19,8 +19,11 @@ from ...limits import IN_FLIGHT_LIMITS, IN_FLIGHT_RECOUNT_SECONDS, IN_FLIGHT_REC
 class InFlightGauge:
     """An estimate of one queue's in-flight messages plus the claims under way in this process."""
 
-    def __init__(self, limit: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, limit: int, *, fifo: bool = False, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.limit = limit
+        self._fifo = fifo  # at the limit: no room (FIFO), or OverLimit (standard), as in SQS
         self._clock = clock
         self._lock = threading.Lock()
         self._counted: int | None = None  # in flight at the last recount, plus claims since
@@ -28,8 +31,9 @@ class InFlightGauge:
         self._reserved = 0  # room granted to claims that have not settled yet
 
     def reserve(self, wanted: int, recount: Callable[[], int], queue: str = "the queue") -> int:
-        """Grants room for up to `wanted` claims (at least one) or raises OverLimit; the caller
-        must `settle` the grant whether or not its claim commits."""
+        """Grants room for up to `wanted` claims: at least one, or at the limit none on a FIFO
+        queue and OverLimit on a standard one. The caller must `settle` the grant whether or not
+        its claim commits."""
         with self._lock:
             stale = (
                 self._counted is None
@@ -41,6 +45,8 @@ class InFlightGauge:
                 self._counted_at = self._clock()
             assert self._counted is not None
             room = self.limit - self._counted - self._reserved
+            if room <= 0 and self._fifo:
+                return 0
             if room <= 0:
                 raise OverLimit(
                     f"{queue} has {self.limit} messages in flight, the most allowed; delete or"
@@ -70,5 +76,5 @@ class InFlightGauges:
         with self._lock:
             found = self._by_table.get(location)
             if found is None:
-                found = self._by_table[location] = InFlightGauge(IN_FLIGHT_LIMITS[fifo])
+                found = self._by_table[location] = InFlightGauge(IN_FLIGHT_LIMITS[fifo], fifo=fifo)
             return found
