@@ -7,7 +7,8 @@ version's entry first tells whether there is anything to catch up with.
 A receive reads and claims, a delete commits: without the pool each opened the table afresh, a
 third of a one-message receive's time. A table is lent to one user at a time (delta-rs moves a
 table's snapshot forward in place when it commits) and comes back only after a clean use: one
-whose commit failed is dropped, its state unknown.
+whose commit failed is dropped, its state unknown. A table that has caught up with
+MAX_VERSIONS_CAUGHT_UP versions is dropped too: its state grows with every entry since its open.
 
 Only local roots keep tables: there a stat of the log entry a kept table stands on tells whether
 the table is still the one it read (a deleted queue's entry is gone; a table made anew at the
@@ -29,6 +30,10 @@ from .native_process import check_process
 
 log = logging.getLogger(__name__)
 MAX_IDLE_PER_TABLE = 4  # kept per table: as many as one broker's concurrent users of it, roughly
+# A kept table is opened afresh once it has caught up with this many versions: its state holds
+# every entry since its open (a fresh one starts from the newest checkpoint), and statements on
+# it slow down as that grows (docs/performance.md, "Where a receive's time goes").
+MAX_VERSIONS_CAUGHT_UP = 10
 
 
 class OpenTables:
@@ -40,10 +45,17 @@ class OpenTables:
         self._open_fresh = open_fresh  # raises QueueDoesNotExist for a table that is gone
         self._folder = folder  # the table's local folder; None: keep none of it
         self._lock = threading.Lock()
-        self._idle: dict[str, list[tuple[DeltaTable, Stamp]]] = {}
+        self._idle: dict[str, list[tuple[DeltaTable, Stamp, int]]] = {}
 
-    def take(self, address: str) -> DeltaTable:
-        """The table at its newest version, for this caller alone (give it back when done)."""
+    @contextmanager
+    def lent(self, address: str) -> Iterator[DeltaTable]:
+        """The table at its newest version, for one use by this caller alone; back to the pool
+        if the use raised nothing (a failed commit's table is dropped instead)."""
+        table, opened_at = self._take(address)
+        yield table
+        self._give(address, table, opened_at)
+
+    def _take(self, address: str) -> tuple[DeltaTable, int]:
         check_process()  # a forked child must not touch a table its parent opened
         folder = self._folder(address)
         if folder is not None:
@@ -51,28 +63,24 @@ class OpenTables:
                 idle = self._idle.get(address)
                 kept = idle.pop() if idle else None
             if kept is not None:
-                if _caught_up(*kept, folder):
-                    return kept[0]
+                table, stamp, opened_at = kept
+                if _caught_up(table, stamp, folder):
+                    return table, opened_at
                 self.forget(address)  # the others kept of it stand where this one stood
-        return self._open_fresh(address)
+        table = self._open_fresh(address)
+        return table, table.version()
 
-    def give(self, address: str, table: DeltaTable) -> None:
-        """Keeps a table whose last use went through (a failed commit's is dropped instead)."""
+    def _give(self, address: str, table: DeltaTable, opened_at: int) -> None:
         folder = self._folder(address)
-        stamp = None if folder is None else _stamp(folder, table.version())
+        if folder is None or table.version() - opened_at > MAX_VERSIONS_CAUGHT_UP:
+            return
+        stamp = _stamp(folder, table.version())
         if stamp is None:
             return
         with self._lock:
             idle = self._idle.setdefault(address, [])
             if len(idle) < MAX_IDLE_PER_TABLE:
-                idle.append((table, stamp))
-
-    @contextmanager
-    def lent(self, address: str) -> Iterator[DeltaTable]:
-        """The table for one use, back to the pool if the use raised nothing."""
-        table = self.take(address)
-        yield table
-        self.give(address, table)
+                idle.append((table, stamp, opened_at))
 
     def forget(self, address: str) -> None:
         """Drops the tables kept of `address` (its table is being deleted)."""

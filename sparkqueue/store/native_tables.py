@@ -125,8 +125,8 @@ class NativeTables(NativeUpkeep):
         statement = select_statement(columns, where, order_by, limit, descending)
         return self.query(address, statement, at=at)
 
-    def snapshot(self, address: str) -> DeltaTable:
-        return self._kept.take(address)  # the caller's to keep: not given back
+    def snapshot(self, address: str) -> contextlib.AbstractContextManager[DeltaTable]:
+        return self._kept.lent(address)  # kept again after the reads
 
     def aggregate(
         self,

@@ -7,6 +7,7 @@ hand back naive local times), so rows look the same as the native engine's.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame
@@ -110,8 +111,8 @@ class SparkTables:
             merger = merger.update(rendered, to_column(condition, t))
         return merger.execute()
 
-    def snapshot(self, address: str) -> None:
-        return None  # a Spark read resolves the table's latest version when it runs
+    def snapshot(self, address: str) -> AbstractContextManager[None]:
+        return nullcontext()  # a Spark read resolves the table's latest version when it runs
 
     def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
         return aggregate_frame(self.storage.read(address), counts, least)

@@ -10,6 +10,7 @@ the conflict retries both engines share).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -81,9 +82,9 @@ class Tables(Protocol):
         largest first when `descending`), at most `limit`; `at`: a `snapshot` to read."""
         ...
 
-    def snapshot(self, address: str) -> Any:
-        """The table as it is now, for several reads to see alike (and, on object storage, to
-        open once); None where an engine's every read sees the latest (Spark's)."""
+    def snapshot(self, address: str) -> AbstractContextManager[Any]:
+        """The table as it is now, for the reads within the `with` block to see alike and to
+        open once; None where an engine's every read sees the latest (Spark's)."""
         ...
 
     def merge_changes(self, address: str, merge: ListedMerge) -> Counts:

@@ -104,18 +104,18 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     depths = ctx.depths
     deep = depths.is_deep(location)
     order = [] if deep else ["message_id"]
-    at = tables.snapshot(location)  # both reads alike, the table opened once
-    found = tables.select(location, COLLECTED, in_first, order_by=order, limit=wanted, at=at)
-    from_first = len(found)
-    if from_first < wanted and attrs.shards > 1:
-        rest = wanted - from_first
-        found += tables.select(location, COLLECTED, others, order_by=order, limit=rest, at=at)
-    if deep and from_first < wanted:
-        depths.mark(location, False)
-    elif not deep and from_first == wanted and depths.due(location):  # has it grown deep?
-        enough = wanted + DEEP_SHARD_ROWS
-        in_shard = tables.select(location, ["message_id"], in_first, limit=enough, at=at)
-        depths.mark(location, len(in_shard) == enough)
+    with tables.snapshot(location) as at:  # every read alike, the table opened once
+        found = tables.select(location, COLLECTED, in_first, order_by=order, limit=wanted, at=at)
+        from_first = len(found)
+        if from_first < wanted and attrs.shards > 1:
+            rest = wanted - from_first
+            found += tables.select(location, COLLECTED, others, order_by=order, limit=rest, at=at)
+        if deep and from_first < wanted:
+            depths.mark(location, False)
+        elif not deep and from_first == wanted and depths.due(location):  # has it grown deep?
+            enough = wanted + DEEP_SHARD_ROWS
+            in_shard = tables.select(location, ["message_id"], in_first, limit=enough, at=at)
+            depths.mark(location, len(in_shard) == enough)
     return sorted(found, key=lambda row: row["message_id"])  # ids sort by send time: oldest first
 
 
