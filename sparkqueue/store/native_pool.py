@@ -64,9 +64,10 @@ class OpenTables:
                 kept = idle.pop() if idle else None
             if kept is not None:
                 table, stamp, opened_at = kept
-                if _caught_up(table, stamp, folder):
+                if not _caught_up(table, stamp, folder):
+                    self.forget(address)  # the others kept of it stand where this one stood
+                elif table.version() - opened_at <= MAX_VERSIONS_CAUGHT_UP:
                     return table, opened_at
-                self.forget(address)  # the others kept of it stand where this one stood
         table = self._open_fresh(address)
         return table, table.version()
 

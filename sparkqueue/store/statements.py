@@ -84,7 +84,7 @@ class Tables(Protocol):
 
     def snapshot(self, address: str) -> AbstractContextManager[Any]:
         """The table as it is now, for the reads within the `with` block to see alike and to
-        open once; None where an engine's every read sees the latest (Spark's)."""
+        open once; it yields None where an engine's every read sees the latest (Spark's)."""
         ...
 
     def merge_changes(self, address: str, merge: ListedMerge) -> Counts:

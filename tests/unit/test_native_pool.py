@@ -110,6 +110,11 @@ def test_a_kept_table_is_opened_afresh_once_it_caught_up_with_many_versions(tmp_
             write_deltalake(table, pa.table({"a": [value]}), mode="append")
     with pool.lent(folder) as table:
         assert table is not first and table.version() == MAX_VERSIONS_CAUGHT_UP + 1
+        second = table
+    for value in range(MAX_VERSIONS_CAUGHT_UP + 1):  # written elsewhere while it was kept
+        write_deltalake(folder, pa.table({"a": [value]}), mode="append")
+    with pool.lent(folder) as table:
+        assert table is not second and table.version() == 2 * MAX_VERSIONS_CAUGHT_UP + 2
 
 
 def test_a_receive_lends_the_table_it_read_back(tmp_path, monkeypatch):
