@@ -66,14 +66,14 @@ class OpenTables:
                 table, stamp, opened_at = kept
                 if not _caught_up(table, stamp, folder):
                     self.forget(address)  # the others kept of it stand where this one stood
-                elif table.version() - opened_at <= MAX_VERSIONS_CAUGHT_UP:
+                elif not _worn(table, opened_at):
                     return table, opened_at
         table = self._open_fresh(address)
         return table, table.version()
 
     def _give(self, address: str, table: DeltaTable, opened_at: int) -> None:
         folder = self._folder(address)
-        if folder is None or table.version() - opened_at > MAX_VERSIONS_CAUGHT_UP:
+        if folder is None or _worn(table, opened_at):
             return
         stamp = _stamp(folder, table.version())
         if stamp is None:
@@ -99,6 +99,11 @@ def _stamp(folder: str, version: int) -> Stamp | None:
     except OSError:
         return None
     return found.st_ino, found.st_mtime_ns
+
+
+def _worn(table: DeltaTable, opened_at: int) -> bool:
+    """Whether a kept table has caught up with too many versions since its open to keep."""
+    return table.version() - opened_at > MAX_VERSIONS_CAUGHT_UP
 
 
 def _entry(folder: str, version: int) -> str:
