@@ -46,6 +46,10 @@ QUEUE_LOOKUP_CACHE_SECONDS = 5.0
 # answers OverLimit (or nothing, when long polling) and a FIFO queue's answers nothing, as SQS's.
 IN_FLIGHT_LIMITS = {False: 120_000, True: 120_000}
 DEDUPLICATION_WINDOW = timedelta(minutes=5)
+# Fair queues: a tenant (a standard queue's message group) is noisy while it holds more than this
+# share of the queue's in-flight messages and at least this many of its own (SQS's thresholds).
+NOISY_SHARE = 0.10
+NOISY_MIN_IN_FLIGHT = 30
 
 # -- queue defaults (SQS's) -------------------------------------------------------------------------
 DEFAULT_VISIBILITY_SECONDS = 30
@@ -59,6 +63,12 @@ MAX_SHARDS = 64  # receipt handles carry the shard; their pattern is built from 
 LONG_POLL_INTERVAL_SECONDS = 0.25
 IN_FLIGHT_RECOUNT_SECONDS = 30.0  # SQS's in-flight figure is approximate too
 IN_FLIGHT_RECOUNT_SHARE = 0.8  # recount every time once the estimate is this close to the limit
+# How long a broker trusts its count of each tenant's in-flight messages (which tenants are noisy)
+# before a receive counts again: one grouped count a second at most, whatever the receive rate.
+TENANT_RECOUNT_SECONDS = 1.0
+# A receive looks for quiet tenants' messages among those sent since this long before the count
+# (ids sort by send time, so older files are skipped), besides the oldest the count found.
+QUIET_LOOKBACK = timedelta(seconds=10)
 # Queue tables have no deletion vectors (a claim or delete then runs fewer Spark jobs; see
 # docs/performance.md), so an UPDATE rewrites each file it touches: writes and compaction keep
 # files small enough that rewriting one costs little next to the commit.

@@ -22,9 +22,14 @@ class Message:
     sequence_number: int | None = None
     # SQS DataTypes of attributes that are not plain strings ("Number", "Binary", "String.x", ...)
     attribute_types: dict[str, str] = field(default_factory=dict)
+    # The queue a move brought the message from (a dead-letter queue's message: its source; one
+    # moved back: the dead-letter queue); None for a message sent to this queue.
+    moved_from: str | None = None
 
 
-MESSAGE_FIELDS = tuple(Message.__dataclass_fields__)
+# receive_df's and a stream's columns: a message's fields but `moved_from` (peek_df shows it), so
+# that the tables they were written to before it came keep their schema.
+MESSAGE_FIELDS = tuple(name for name in Message.__dataclass_fields__ if name != "moved_from")
 # What a peek shows of a message: its fields but the receipt handle, and where it came from.
 PEEK_FIELDS = (*(name for name in MESSAGE_FIELDS if name != "receipt_handle"), "moved_from")
 
@@ -41,13 +46,20 @@ class SentMessage:
 
 @dataclass(frozen=True)
 class QueueStats:
-    """A snapshot of a queue's depth, like SQS's Approximate* metrics."""
+    """A snapshot of a queue's depth, like SQS's Approximate* metrics; on a standard queue also
+    its tenants' (message groups': fair queues), like SQS's metrics of noisy and quiet groups.
+    With no noisy tenant the quiet ones' figures are the queue's; a FIFO queue has no tenants."""
 
     visible: int
     in_flight: int
     delayed: int
     oldest_age_seconds: float
     awaiting_dead_letter: int
+    noisy_groups: int = 0
+    quiet_visible: int = 0
+    quiet_in_flight: int = 0
+    quiet_delayed: int = 0
+    quiet_oldest_age_seconds: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,19 @@ class _Stop(Exception):
     """Raised by the capturing hook: the request was recorded and is not to be sent."""
 
 
+def sqs_client(url: str, **options: Any) -> Any:
+    """boto3's SQS client of the endpoint at `url`, signing with the test keys, never retrying."""
+    return boto3.client(
+        "sqs",
+        endpoint_url=url,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        config=Config(retries={"max_attempts": 1}),
+        **options,
+    )
+
+
 def capture(
     url: str,
     operation: str,
@@ -74,14 +87,7 @@ def capture(
 ) -> Captured:
     """The request boto3 would send for `operation(**params)`, signed with the test keys;
     `before_sign(request)` may add headers first (as the JS SDK adds x-amz-content-sha256)."""
-    client = client or boto3.client(
-        "sqs",
-        endpoint_url=url,
-        region_name=REGION,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-        config=Config(retries={"max_attempts": 1}),
-    )
+    client = client or sqs_client(url)
     seen: list[Any] = []
 
     def record(request: Any, **_: Any) -> None:

@@ -21,19 +21,28 @@ def bodies(spark: SparkSession, count: int):
     )
 
 
-def fill(broker: Broker, queue: Any, count: int, *, groups: int = 0) -> None:
+def fill(
+    broker: Broker, queue: Any, count: int, *, groups: int = 0, tenant: str | None = None
+) -> None:
     """Puts `count` distinct bodies in `queue` before a scenario's clock starts: with Spark's
     send_df where the broker has a session, else in one native send_batch (an object-storage
-    root). `groups`: a FIFO queue's, bodies spread over that many groups."""
+    root). `groups`: a FIFO queue's, bodies spread over that many groups; `tenant`: a standard
+    queue's one group (fair queues)."""
     if broker.spark is None:
         rows = [str(i).rjust(BODY_BYTES, "x") for i in range(count)]
-        if groups:
+        if tenant is not None:
+            queue.send_batch([{"body": b, "group_id": tenant} for b in rows])
+        elif groups:
             queue.send_batch(
                 [{"body": b, "group_id": str(i % groups), "deduplication_id": b}
                  for i, b in enumerate(rows)]
             )  # fmt: skip
         else:
             queue.send_batch(rows)
+    elif tenant is not None:
+        queue.send_df(
+            bodies(broker.spark, count).withColumn("tenant", F.lit(tenant)), group_id="tenant"
+        )
     elif groups:
         frame = bodies(broker.spark, count)
         frame = frame.withColumn("group", (F.xxhash64("body") % groups).cast("string"))

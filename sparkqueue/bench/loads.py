@@ -30,14 +30,16 @@ def load(
     sender: Sender | None = None,
     prefetch: int | None = None,
     rate: int = 1_500,
+    tenant: str | None = None,
 ) -> dict[str, Any]:
     """`consumers` threads receive(10) + delete_batch for `seconds`, beside `sender` if given;
     every delivery is checked afterwards. With `prefetch`, they share one buffered client with that
     prefetch. The backlog holds `rate` messages per consumer and second (at most BACKLOG_MAX); a
-    run in which a receive came back empty ran dry, and its msg/s is a floor."""
+    run in which a receive came back empty ran dry, and its msg/s is a floor. `tenant`: every
+    message of the backlog that one tenant's (a standard queue's message group)."""
     queue = broker.create_queue(name)
     backlog = min(int(seconds * rate * consumers) + 100, BACKLOG_MAX)
-    fill(broker, queue, backlog)
+    fill(broker, queue, backlog, tenant=tenant)
     delivered: list[str] = []
     sent_during: list[int] = []
     stop, dry = threading.Event(), threading.Event()

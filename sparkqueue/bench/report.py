@@ -88,6 +88,8 @@ def _per_message_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         ]
     if "fifo_load" in results:
         rows += _fifo_rows(results)
+    if "fair" in results:
+        rows += _fair_rows(results["fair"])
     if "buffered_load" in results:
         latency_, load_ = results["buffered_latency"], results["buffered_load"]
         rows += [
@@ -154,6 +156,40 @@ def _fifo_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
             f"{alone['per_s']:.1f} / {beside['per_s']:.1f} msg/s ({results['fifo_ratio']:.0%});"
             f" {retries}",
             "(measured)",
+        ),
+    ]
+
+
+def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The quiet tenants' wait alone and beside a noisy one, with fair queues and without, and a
+    single tenant's throughput beside the same load without groups."""
+
+    def waits(run: dict[str, Any], kind: str) -> str:
+        return f"{run[kind]['p50_s']:.2f} / {run[kind]['p99_s']:.2f} s"
+
+    alone, on, off = fair["quiet_alone"], fair["noisy_fair"], fair["noisy_unfair"]
+    return [
+        ("fair: quiet tenants' wait p50 / p99, alone", waits(alone, "quiet"), "(measured)"),
+        (
+            "fair: quiet p50 / p99 beside a noisy tenant",
+            f"{waits(on, 'quiet')} ({fair['quiet_p99_ratio_fair']:.1f}x alone)",
+            "p99 <= 2x alone",
+        ),
+        (
+            "unfair: quiet p50 / p99 beside a noisy tenant",
+            f"{waits(off, 'quiet')} ({fair['quiet_p99_ratio_unfair']:.1f}x alone)",
+            "(measured)",
+        ),
+        (
+            "fair / unfair: noisy tenant's p50 / p99",
+            f"{waits(on, 'noisy')}; {waits(off, 'noisy')}",
+            "(measured)",
+        ),
+        (
+            "one tenant / no groups, receive(10) + delete_batch",
+            f"{fair['single_tenant_per_s']:.1f} / {fair['ungrouped_per_s']:.1f} msg/s"
+            f"{DRY[fair['single_tenant_ran_dry']]}",
+            "not worse",
         ),
     ]
 

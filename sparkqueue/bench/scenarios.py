@@ -23,6 +23,7 @@ from .backlog import bodies, fill
 from .checkpoints import checkpoints
 from .day import Traffic, day
 from .endpoint import endpoint_load
+from .fair import fair
 from .fifo import fifo
 from .history import console_pages, history_cost
 from .loads import load, native_batches
@@ -72,6 +73,10 @@ class Sizes:
     )
     fifo_consumers: int = 2  # the FIFO scenario's, alone and beside a producer
     fifo_groups: int = 50
+    fair_seconds: float = 30.0  # each of the fairness scenario's three runs
+    fair_tenants: int = 4  # quiet tenants; the noisy one sends NOISY_TIMES (10) one's rate
+    fair_rate: float = 20.0  # each quiet tenant's msg/s
+    fair_work_ms: float = 15.0  # what each message costs a consumer
     phase_rounds: int = 200  # receive(1) + delete pairs timed phase by phase (native)
     phase_backlog: int = 1_000
     start_runs: int = 5  # runs of `sparkqueue stats` and starts of `sparkqueue serve`
@@ -104,6 +109,7 @@ SMOKE = Sizes(
     page_reads=3,
     warm_up_rounds=0,  # the smoke run checks that it works, not how fast
     fifo_groups=5,
+    fair_seconds=1.0,
     phase_rounds=3,
     phase_backlog=20,
     start_runs=1,
@@ -198,19 +204,20 @@ def buffered_latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
     }
 
 
-SCENARIOS = ("bulk", "latency", "load", "fifo", "buffered", "redrive", "worker", "endpoint",
+SCENARIOS = ("bulk", "latency", "load", "fifo", "fair", "buffered", "redrive", "worker", "endpoint",
              "celery", "history", "console", "phases", "start", "checkpoints", "day", "upkeep",
              "peers", "scaling", "drivers", "chaos", "streaming")  # fmt: skip
 # Run only when named: each takes many minutes (scaling, drivers and chaos start OS processes),
 # and peers measures other systems than ours.
-NAMED_ONLY = ("checkpoints", "day", "upkeep", "peers", "scaling", "drivers", "chaos", "streaming")
+NAMED_ONLY = ("fair", "checkpoints", "day", "upkeep", "peers", "scaling", "drivers", "chaos",
+              "streaming")  # fmt: skip
 DEFAULT_SCENARIOS = tuple(name for name in SCENARIOS if name not in NAMED_ONLY)
 ENGINES = ("native", "spark")
 # The buffered scenario's backlog, per consumer and second, per message of prefetch: 5,000 at the
 # default prefetch of 1,000, more than four consumers took on this machine (about 5,200 msg/s).
 BUFFERED_RATE_PER_PREFETCH = 5
 # What each engine runs: the per-message scenarios. DataFrame work (bulk, redrive) is Spark's.
-PER_ENGINE = ("latency", "load", "fifo", "buffered", "worker", "endpoint", "celery", "history",
+PER_ENGINE = ("latency", "load", "fifo", "fair", "buffered", "worker", "endpoint", "celery", "history",
               "checkpoints", "day")  # fmt: skip
 # The per-message scenarios that need the broker's Spark session (not run natively on object
 # storage): the worker loop's handler DataFrame, the simulated day's tombstone writes.
@@ -326,6 +333,9 @@ def per_message(broker: Broker, sizes: Sizes, scenarios: Sequence[str]) -> dict[
         )
     if "fifo" in scenarios:
         results |= fifo(broker, sizes.load_seconds, sizes.fifo_consumers, sizes.fifo_groups)
+    if "fair" in scenarios:
+        results["fair"] = fair(broker, sizes.fair_seconds, sizes.consumers, sizes.fair_tenants,
+                               sizes.fair_rate, sizes.fair_work_ms, sizes.load_seconds)  # fmt: skip
     if "buffered" in scenarios:
         results["buffered_latency"] = buffered_latency(broker, sizes)
         results["buffered_load"] = load(

@@ -127,7 +127,21 @@ def receive_message(request: Request) -> dict[str, Any]:
     messages = request.service.polls.receive(queue.name, take, wait, request.connected)
     if messages:
         request.undelivered.append(lambda: _give_back(request, queue, messages))
-    return {"Messages": [received(m, system, selectors) for m in messages] or None}
+    arns = _dead_letter_sources(request, queue.name, messages, system)
+    answers = [received(m, system, selectors, arns.get(m.moved_from or "")) for m in messages]
+    return {"Messages": answers or None}
+
+
+def _dead_letter_sources(
+    request: Request, name: str, messages: list[Message], system: list[str]
+) -> dict[str, str]:
+    """The ARNs of the queues these messages were moved from as their dead-letter queue (not
+    those a move brought back), when DeadLetterQueueSourceArn is asked for and one was moved."""
+    moved = {m.moved_from for m in messages if m.moved_from is not None}
+    if not moved or "DeadLetterQueueSourceArn" not in system:
+        return {}
+    sources = set(request.service.sources_of(name))
+    return {source: request.service.naming.arn(source) for source in moved & sources}
 
 
 def _give_back(request: Request, queue: Queue, messages: list[Message]) -> None:

@@ -28,6 +28,7 @@ SYSTEM_ATTRIBUTES = (
     "MessageDeduplicationId",
     "MessageGroupId",
     "AWSTraceHeader",
+    "DeadLetterQueueSourceArn",
 )
 
 
@@ -168,7 +169,11 @@ def selected(name: str, selectors: list[str]) -> bool:
     )
 
 
-def received(message: Message, system: list[str], selectors: list[str]) -> dict[str, Any]:
+def received(
+    message: Message, system: list[str], selectors: list[str], source_arn: str | None = None
+) -> dict[str, Any]:
+    """A received message as ReceiveMessage answers it; `source_arn`: the queue whose redrive
+    policy moved it to this (dead-letter) queue."""
     typed = {
         name: typed_value(message.attribute_types.get(name, "String"), value)
         for name, value in message.attributes.items()
@@ -185,6 +190,7 @@ def received(message: Message, system: list[str], selectors: list[str]) -> dict[
         "MessageDeduplicationId": message.deduplication_id,
         "MessageGroupId": message.group_id,
         "AWSTraceHeader": message.attribute_types.get(system_key("AWSTraceHeader")),
+        "DeadLetterQueueSourceArn": source_arn,
     }
     return {
         "MessageId": message.message_id,

@@ -15,6 +15,7 @@ from ..store.statements import Tables
 from .messages.depths import ShardDepths
 from .messages.handout import Handouts
 from .messages.inflight import InFlightGauges
+from .messages.tenants import TenantViews
 from .rounds.committer import CommitGroups
 
 if TYPE_CHECKING:
@@ -44,9 +45,11 @@ class QueueContext:
     commits: CommitGroups = field(default_factory=CommitGroups, compare=False, repr=False)
     # Likewise: how long claim statements take, so a visibility timeout runs from the handout.
     handouts: Handouts = field(default_factory=Handouts, compare=False, repr=False)
-    # Likewise: each queue's in-flight gauge (OverLimit), and whether it is deep (messages/claim.py).
+    # Likewise: each queue's in-flight gauge (OverLimit), whether it is deep and its noisy tenants
+    # (messages/claim.py).
     in_flight: InFlightGauges = field(default_factory=InFlightGauges, compare=False, repr=False)
     depths: ShardDepths = field(default_factory=ShardDepths, compare=False, repr=False)
+    tenants: TenantViews = field(default_factory=TenantViews, compare=False, repr=False)
     # Likewise: the DataFrames receive_df returned, by the range claim each holds (frames/ranges.py);
     # weak, so they go with the frames.
     range_claims: weakref.WeakKeyDictionary[Any, Any] = field(

@@ -19,6 +19,11 @@ def new_message_id(sent_at_micros: int) -> str:
     return _uuid7_layout(f"{sent_at_micros // 1000:012x}", secrets.token_hex(9))
 
 
+def first_id_at(sent_at_micros: int) -> str:
+    """The least id a message sent at that moment (or later) can have."""
+    return _uuid7_layout(f"{sent_at_micros // 1000:012x}", "0" * 18)
+
+
 def message_id_column(sent_at_micros: int) -> Column:
     """The same id shape, generated per row inside Spark for bulk sends."""
     from pyspark.sql import functions as F

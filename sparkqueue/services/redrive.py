@@ -35,7 +35,7 @@ from ..model import QueueRedrive, RedriveReport
 from ..rules.expr import col, lit, micros, null, when
 from ..store.logtrim import trim_logs
 from ..store.registry import QueueRecord
-from ..store.schema import METRICS_COLUMNS
+from ..store.schema import METRICS_COLUMNS, TENANT_FIGURES
 from ..store.statements import Tables
 from .settings import RedriveSettings, UpkeepSettings
 from .tidy import Tidy, tidy_table
@@ -237,6 +237,7 @@ class Redrive:
             "upkeep": upkeep,
             "active_files": files,
             "table_bytes": size,
+            **{name: getattr(stats, name) for name in TENANT_FIGURES},
         }
         return QueueRedrive(name, moved, released, expired, duration, upkeep), row
 

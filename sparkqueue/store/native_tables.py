@@ -117,7 +117,7 @@ class NativeTables(NativeUpkeep):
         columns: Sequence[str],
         where: Expr | None = None,
         *,
-        order_by: Sequence[str] = (),
+        order_by: Sequence[str | Expr] = (),
         limit: int | None = None,
         at: DeltaTable | None = None,
         descending: bool = False,
@@ -136,11 +136,14 @@ class NativeTables(NativeUpkeep):
         *,
         at: DeltaTable | None = None,
     ) -> Row:
-        parts = [
-            f"COUNT(CASE WHEN {to_sql(c)} THEN 1 END) AS {quote_name(n)}" for n, c in counts.items()
-        ]
-        parts += [f"MIN({to_sql(value)}) AS {quote_name(n)}" for n, value in least.items()]
-        return self.query(address, f"SELECT {', '.join(parts)} FROM t", at=at)[0]
+        return self.query(address, f"SELECT {_aggregates(counts, least)} FROM t", at=at)[0]
+
+    def aggregate_by(
+        self, address: str, by: str, counts: dict[str, Expr], least: dict[str, Expr]
+    ) -> dict[Any, Row]:
+        name = quote_name(by)
+        statement = f"SELECT {name}, {_aggregates(counts, least)} FROM t GROUP BY {name}"
+        return {row.pop(by): row for row in self.query(address, statement)}
 
     def is_sequenced(self, address: str) -> bool:
         """Whether a FIFO table numbers its messages in a `sequence_number` column, written by
@@ -381,6 +384,15 @@ class NativeTables(NativeUpkeep):
     def _remember(self, address: str) -> None:
         with self._known_lock:
             self._known.add(address)
+
+
+def _aggregates(counts: dict[str, Expr], least: dict[str, Expr]) -> str:
+    """The select list of `Tables.aggregate`: a count per condition, a least value per expression."""
+    parts = [
+        f"COUNT(CASE WHEN {to_sql(c)} THEN 1 END) AS {quote_name(n)}" for n, c in counts.items()
+    ]
+    parts += [f"MIN({to_sql(value)}) AS {quote_name(n)}" for n, value in least.items()]
+    return ", ".join(parts)
 
 
 def _rows(reader: Any) -> list[Row]:

@@ -63,7 +63,17 @@ METRICS_COLUMNS: Columns = (
     ("upkeep", "boolean", False),
     ("active_files", "long", False),
     ("table_bytes", "long", False),
+    # A standard queue's tenants (fair queues); nullable, so an older metrics table gains them.
+    ("noisy_groups", "long", True),
+    ("quiet_visible", "long", True),
+    ("quiet_in_flight", "long", True),
+    ("quiet_delayed", "long", True),
+    ("quiet_oldest_age_seconds", "double", True),
 )
+# QueueStats' figures of a queue's tenants, recorded by each redrive pass as they are named.
+TENANT_FIGURES = (
+    "noisy_groups", "quiet_visible", "quiet_in_flight", "quiet_delayed", "quiet_oldest_age_seconds"
+)  # fmt: skip
 
 
 def retention_properties(

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
@@ -46,11 +46,14 @@ def numbered_by_row_id(table: DataFrame) -> DataFrame:
 
 def aggregate_frame(frame: DataFrame, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
     """`Tables.aggregate` over any DataFrame: one Spark job."""
-    aggregates = [F.count(F.when(to_column(c), 1)).alias(n) for n, c in counts.items()]
-    aggregates += [F.min(to_column(value)).alias(n) for n, value in least.items()]
-    row = frame.agg(*aggregates).first()
+    row = frame.agg(*_aggregates(counts, least)).first()
     assert row is not None
     return Row(row.asDict())
+
+
+def _aggregates(counts: dict[str, Expr], least: dict[str, Expr]) -> list[Column]:
+    aggregates = [F.count(F.when(to_column(c), 1)).alias(n) for n, c in counts.items()]
+    return aggregates + [F.min(to_column(value)).alias(n) for n, value in least.items()]
 
 
 class SparkTables:
@@ -84,7 +87,7 @@ class SparkTables:
         columns: Sequence[str],
         where: Expr | None = None,
         *,
-        order_by: Sequence[str] = (),
+        order_by: Sequence[str | Expr] = (),
         limit: int | None = None,
         descending: bool = False,
         at: None = None,
@@ -93,7 +96,8 @@ class SparkTables:
         if where is not None:
             frame = frame.where(to_column(where))
         if order_by:
-            frame = frame.orderBy(*order_by, ascending=not descending)
+            keys = [to_column(key) if isinstance(key, Expr) else key for key in order_by]
+            frame = frame.orderBy(*keys, ascending=not descending)
         if limit is not None:
             frame = frame.limit(limit)
         return collect_rows(frame, columns)
@@ -116,6 +120,13 @@ class SparkTables:
 
     def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
         return aggregate_frame(self.storage.read(address), counts, least)
+
+    def aggregate_by(
+        self, address: str, by: str, counts: dict[str, Expr], least: dict[str, Expr]
+    ) -> dict[Any, Row]:
+        grouped = self.storage.read(address).groupBy(by).agg(*_aggregates(counts, least))
+        found = [Row(row.asDict()) for row in grouped.collect()]
+        return {row.pop(by): row for row in found}
 
     def change(
         self,

@@ -73,13 +73,13 @@ class Tables(Protocol):
         columns: Sequence[str],
         where: Expr | None = None,
         *,
-        order_by: Sequence[str] = (),
+        order_by: Sequence[str | Expr] = (),
         limit: int | None = None,
         descending: bool = False,
         at: Any = None,
     ) -> list[Row]:
-        """The rows meeting `where`, with `columns`, in `order_by` order (each column's
-        largest first when `descending`), at most `limit`; `at`: a `snapshot` to read."""
+        """The rows meeting `where`, with `columns`, in `order_by` order (columns or
+        expressions, each one's largest first when `descending`), at most `limit`; `at`: a `snapshot` to read."""
         ...
 
     def snapshot(self, address: str) -> AbstractContextManager[Any]:
@@ -94,6 +94,13 @@ class Tables(Protocol):
     def aggregate(self, address: str, counts: dict[str, Expr], least: dict[str, Expr]) -> Row:
         """One scan: per name, how many rows meet a condition, or the least value of an
         expression (None on no rows)."""
+        ...
+
+    def aggregate_by(
+        self, address: str, by: str, counts: dict[str, Expr], least: dict[str, Expr]
+    ) -> dict[Any, Row]:
+        """`aggregate` for each value of the column `by` (None for null) the table holds: one
+        scan."""
         ...
 
     def change(

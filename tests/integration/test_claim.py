@@ -9,7 +9,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from sparkqueue.engine.messages import claim
+from sparkqueue.engine.messages import claim, tenants
 from sparkqueue.errors import InvalidParameterValue, OverLimit
 from sparkqueue.limits import IN_FLIGHT_LIMITS
 from tests.integration.conftest import both_engines
@@ -209,6 +209,20 @@ def test_a_queue_of_one_shard_hands_out_the_oldest_first(broker, clock):
         clock.advance(0.002)
     assert [m.message_id for m in queue.receive(1) + queue.receive(1)] == sent[:2]
     assert [m.message_id for m in queue.receive(10)] == sent[2:]
+
+
+@pytest.mark.parametrize("broker", ["spark"], indirect=True)  # the native engine's: tests/unit
+def test_the_spark_engine_serves_quiet_tenants_before_a_noisy_ones_backlog(broker, monkeypatch):
+    monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 0.0)  # counted at every receive
+    queue = broker.create_queue("tenants", visibility_timeout=600)
+    queue.send_batch([{"body": f"loud-{i}", "group_id": "loud"} for i in range(40)])
+    assert len(queue.receive(30)) == 30  # loud holds 30 in flight: noisy
+    queue.send_batch([{"body": "calm", "group_id": "calm"}, {"body": "plain"}])
+    assert sorted(m.body for m in queue.receive(2)) == ["calm", "plain"]
+    more = queue.receive(3)  # no quiet message left: the noisy tenant's, as usual
+    assert len(more) == 3 and all(m.group_id == "loud" for m in more)
+    stats = queue.stats()
+    assert (stats.noisy_groups, stats.quiet_in_flight, stats.visible) == (1, 2, 7)
 
 
 @both_engines

@@ -12,23 +12,14 @@ import socket
 import time
 from urllib.parse import urlsplit
 
-import boto3
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from sparkqueue import Broker, Queue
 from sparkqueue.endpoint import SqsEndpoint
 from sparkqueue.errors import TransactionConflict
 from sparkqueue.limits import IN_FLIGHT_LIMITS
-from tests.raw_http import (
-    ACCESS_KEY,
-    REGION,
-    SECRET_KEY,
-    capture,
-    payload_hash,
-    request_bytes,
-)
+from tests.raw_http import capture, payload_hash, request_bytes, sqs_client
 from tests.unit.endpoint_stub import KEYS
 
 
@@ -37,17 +28,7 @@ def served(tmp_path, clock):
     """The endpoint over a native broker on a fake clock, and boto3's client of it."""
     broker = Broker(None, str(tmp_path / "root"), clock=clock)
     with SqsEndpoint(broker, port=0, access_keys=KEYS, redrive_every=0) as endpoint:
-        yield (
-            endpoint,
-            boto3.client(
-                "sqs",
-                endpoint_url=endpoint.url,
-                region_name=REGION,
-                aws_access_key_id=ACCESS_KEY,
-                aws_secret_access_key=SECRET_KEY,
-                config=Config(retries={"max_attempts": 1}),
-            ),
-        )
+        yield endpoint, sqs_client(endpoint.url)
 
 
 @pytest.fixture
@@ -60,6 +41,12 @@ def code(call, **params) -> tuple[int, str]:
         call(**params)
     response = error.value.response
     return response["ResponseMetadata"]["HTTPStatusCode"], response["Error"]["Code"]
+
+
+def arn_of(sqs, url: str) -> str:
+    return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
 
 
 def fifo(sqs, name: str, **attributes: str) -> str:
@@ -151,8 +138,38 @@ def test_a_message_over_max_receive_count_moves_at_the_receive_that_finds_it(sqs
     after = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
     # FIFO: its group goes on in the same receive
     assert [m["Body"] for m in after.get("Messages", [])] == (["next"] if kind == "fifo" else [])
-    [moved] = sqs.receive_message(QueueUrl=dead)["Messages"]
+    source = ["DeadLetterQueueSourceArn"]
+    [moved] = sqs.receive_message(QueueUrl=dead, MessageSystemAttributeNames=source)["Messages"]
     assert (moved["MessageId"], moved["Body"]) == (poison["MessageId"], "poison")
+    assert moved["Attributes"] == {"DeadLetterQueueSourceArn": arn_of(sqs, url)}
+
+
+def test_a_message_moved_by_the_redrive_pass_names_its_source_and_one_moved_back_does_not(
+    served, clock
+):
+    endpoint, sqs = served
+    dead = sqs.create_queue(QueueName="dead")["QueueUrl"]
+    policy = json.dumps({"deadLetterTargetArn": arn_of(sqs, dead), "maxReceiveCount": 1})
+    url = sqs.create_queue(QueueName="work", Attributes={"RedrivePolicy": policy})["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="poison")
+    sqs.receive_message(QueueUrl=url, VisibilityTimeout=5)
+    clock.advance(6)
+    assert endpoint.service.broker.redrive().moved_to_dead_letter == 1  # the pass, not a receive
+    [moved] = sqs.receive_message(
+        QueueUrl=dead, VisibilityTimeout=0, MessageSystemAttributeNames=["All"]
+    )["Messages"]
+    assert moved["Attributes"]["DeadLetterQueueSourceArn"] == arn_of(sqs, url)
+    [without] = sqs.receive_message(QueueUrl=dead, VisibilityTimeout=0)["Messages"]
+    assert "Attributes" not in without  # only when asked for
+
+    sqs.start_message_move_task(SourceArn=arn_of(sqs, dead))
+    while (
+        sqs.list_message_move_tasks(SourceArn=arn_of(sqs, dead))["Results"][0]["Status"]
+        == "RUNNING"
+    ):
+        time.sleep(0.05)
+    [back] = sqs.receive_message(QueueUrl=url, MessageSystemAttributeNames=["All"])["Messages"]
+    assert back["Body"] == "poison" and "DeadLetterQueueSourceArn" not in back["Attributes"]
 
 
 def test_a_dead_letter_move_that_fails_at_a_receive_costs_it_nothing(sqs, monkeypatch):

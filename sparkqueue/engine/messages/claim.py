@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import random
 from datetime import datetime
+from typing import Any
 
 from ...attributes import QueueAttributes
-from ...limits import DEEP_SHARD_ROWS
+from ...clock import to_micros
+from ...limits import DEEP_SHARD_ROWS, QUIET_LOOKBACK
 from ...model import Message
 from ...rules import handles
 from ...rules.expr import Call, Expr, any_of, coalesce, col, lit, null, when
+from ...rules.fairness import TenantView, noisy_groups
+from ...rules.ids import first_id_at
 from ...store.registry import QueueRecord
 from ...store.statements import Row, Tables
 from ...store.transactions import is_commit_conflict
@@ -26,7 +30,7 @@ from ..fifo import operations as fifo_ops
 
 COLLECTED = ("shard", "message_id", "body", "attributes", "group_id", "deduplication_id",
              "sequence_number", "receive_count", "attribute_types", "sent_at",
-             "first_received_at")  # fmt: skip
+             "first_received_at", "moved_from")  # fmt: skip
 
 
 def claim(
@@ -83,11 +87,34 @@ def count_in_flight(ctx: QueueContext, record: QueueRecord, now: datetime) -> in
     return int(tables.aggregate(record.location, {"n": in_flight(now)}, {})["n"])
 
 
+def count_tenants(
+    ctx: QueueContext, record: QueueRecord, now: datetime, were: TenantView
+) -> TenantView:
+    """One grouped scan: each tenant's messages in flight and visible (which tenants are noisy,
+    after `were`) and each quiet tenant's oldest claimable message (where a receive looks)."""
+    visible = claimable(now, record.attributes)
+    groups = ctx.tables.aggregate_by(
+        record.location,
+        "group_id",
+        {"in_flight": in_flight(now), "visible": visible},
+        {"oldest": when([(visible, col("message_id"))], null("string"))},
+    )
+    noisy = noisy_groups(
+        {group: row["in_flight"] for group, row in groups.items()},
+        {group: row["visible"] for group, row in groups.items()},
+        were.noisy,
+    )
+    recent = first_id_at(to_micros(now - QUIET_LOOKBACK))
+    quiet = [row["oldest"] for group, row in groups.items() if group not in noisy]
+    return TenantView(noisy, min([recent, *filter(None, quiet)]))
+
+
 def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: int) -> list[Row]:
-    """Visible messages to try, oldest first: those of one random shard, topped up from the
-    others when it holds too few. Receivers of different brokers then rarely collide (callers of
-    one broker share rounds and never do), and a read touches one shard's files: on object
-    storage every file is a request (a shallow queue filled by `send_df` holds two per shard).
+    """Visible messages to try, oldest first: quiet tenants' first while some tenant is noisy
+    (rules/fairness.py), then those of one random shard, topped up from the others when it holds
+    too few. Receivers of different brokers then rarely collide (callers of one broker share
+    rounds and never do), and a read touches one shard's files: on object storage every file is
+    a request (a shallow queue filled by `send_df` holds two per shard).
 
     On a shallow queue the shard's oldest rows are read. On a deep one (one shard held
     DEEP_SHARD_ROWS more than wanted at the broker's last look: `QueueContext.depths`) the read
@@ -99,24 +126,47 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     if attrs.fifo:  # group prefixes, groups in an order of this receive's own
         return fifo_ops.candidates(ctx, record, now, wanted, COLLECTED)
     visible = claimable(now, attrs)
+    tenants = ctx.tenants.of(location, lambda were: count_tenants(ctx, record, now, were))
+    with tables.snapshot(location) as at:  # every read alike, the table opened once
+        found: list[Row] = []
+        if tenants.noisy:  # quiet tenants' first (from every shard), then the noisy ones'
+            quiet = visible & tenants.quiet_candidates()
+            found = tables.select(
+                location, COLLECTED, quiet, order_by=["message_id"], limit=wanted, at=at
+            )
+            visible = visible & ~tenants.quiet()
+        if len(found) < wanted:
+            found += _from_shards(ctx, record, visible, wanted - len(found), tenants, at)
+    if any(row["group_id"] is not None for row in found):  # tenants to count (tenants.py)
+        ctx.tenants.saw_groups(location)
+    return sorted(found, key=lambda row: row["message_id"])  # ids sort by send time: oldest first
+
+
+def _from_shards(
+    ctx: QueueContext, record: QueueRecord, visible: Expr, wanted: int, tenants: TenantView, at: Any
+) -> list[Row]:
+    """`wanted` of the `visible` rows: one random shard's first, then the others' (see
+    `candidates`); the noisy tenants with the fewest in flight first."""
+    attrs, tables, location = record.attributes, ctx.tables_for(record), record.location
     first = random.randrange(attrs.shards)
     in_first, others = visible & (col("shard") == first), visible & (col("shard") != first)
     depths = ctx.depths
     deep = depths.is_deep(location)
-    order = [] if deep else ["message_id"]
-    with tables.snapshot(location) as at:  # every read alike, the table opened once
-        found = tables.select(location, COLLECTED, in_first, order_by=order, limit=wanted, at=at)
-        from_first = len(found)
-        if from_first < wanted and attrs.shards > 1:
-            rest = wanted - from_first
-            found += tables.select(location, COLLECTED, others, order_by=order, limit=rest, at=at)
-        if deep and from_first < wanted:
-            depths.mark(location, False)
-        elif not deep and from_first == wanted and depths.due(location):  # has it grown deep?
-            enough = wanted + DEEP_SHARD_ROWS
-            in_shard = tables.select(location, ["message_id"], in_first, limit=enough, at=at)
-            depths.mark(location, len(in_shard) == enough)
-    return sorted(found, key=lambda row: row["message_id"])  # ids sort by send time: oldest first
+    order: list[str | Expr] = [] if deep else ["message_id"]
+    if tenants.noisy:
+        order = [tenants.rank(), "message_id"]
+    found = tables.select(location, COLLECTED, in_first, order_by=order, limit=wanted, at=at)
+    from_first = len(found)
+    if from_first < wanted and attrs.shards > 1:
+        rest = wanted - from_first
+        found += tables.select(location, COLLECTED, others, order_by=order, limit=rest, at=at)
+    if deep and from_first < wanted:
+        depths.mark(location, False)
+    elif not deep and from_first == wanted and depths.due(location):  # has it grown deep?
+        enough = wanted + DEEP_SHARD_ROWS
+        in_shard = tables.select(location, ["message_id"], in_first, limit=enough, at=at)
+        depths.mark(location, len(in_shard) == enough)
+    return found
 
 
 def _claim_rows(
@@ -233,4 +283,5 @@ def message_of(row: Row, receipt_handle: str, now: datetime) -> Message:
         deduplication_id=row["deduplication_id"],
         sequence_number=row["sequence_number"],
         attribute_types=dict(types) if types else {},
+        moved_from=row["moved_from"],
     )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from ...clock import to_micros
 from ...model import PEEK_FIELDS, QueueStats
 from ...rules.expr import col, micros, null, when
+from ...rules.fairness import noisy_groups
 from ...store.registry import QueueRecord
 from ...store.statements import Row
 from ..conditions import alive, awaiting_dead_letter, claimable, due, is_message
@@ -16,7 +18,8 @@ from .acknowledge import retire_where
 
 
 def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
-    """One scan: visible, in flight, delayed, awaiting the dead-letter queue, oldest age."""
+    """One scan: visible, in flight, delayed, awaiting the dead-letter queue, oldest age; on a
+    standard queue each tenant's apart (grouped), to tell the noisy tenants from the quiet."""
     attrs = record.attributes
     now = ctx.now()
     living = alive(now, attrs)
@@ -30,19 +33,47 @@ def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
         "awaiting": living & visible & waiting,
     }
     oldest: Any = {"oldest_us": when([(living, micros(col("sent_at")))], null("long"))}
-    if attrs.fifo:  # without never-delivered duplicates
+    if attrs.fifo:  # without never-delivered duplicates; FIFO queues have no tenants
         row = fifo_ops.counted(ctx, record, counts, oldest)
+        noisy: tuple[str, ...] = ()
+        quiet = row
     else:
-        row = ctx.tables.aggregate(record.location, counts, oldest)
-    oldest = row["oldest_us"]
-    age = max(0.0, (to_micros(now) - oldest) / 1e6) if oldest is not None else 0.0
+        groups = ctx.tables.aggregate_by(record.location, "group_id", counts, oldest)
+        noisy = noisy_groups(
+            {group: found["in_flight"] for group, found in groups.items()},
+            {group: found["visible"] for group, found in groups.items()},
+            ctx.tenants.last(record.location).noisy,
+        )
+        row = _summed(list(groups.values()))
+        quiet = _summed([found for group, found in groups.items() if group not in noisy])
     return QueueStats(
         visible=row["visible"],
         in_flight=row["in_flight"],
         delayed=row["delayed"],
-        oldest_age_seconds=age,
+        oldest_age_seconds=_age(now, row["oldest_us"]),
         awaiting_dead_letter=row["awaiting"],
+        noisy_groups=len(noisy),
+        quiet_visible=quiet["visible"],
+        quiet_in_flight=quiet["in_flight"],
+        quiet_delayed=quiet["delayed"],
+        quiet_oldest_age_seconds=_age(now, quiet["oldest_us"]),
     )
+
+
+def _summed(groups: list[Row]) -> dict[str, Any]:
+    """Several groups' counts as one: counts added, the least of the oldest."""
+    total: dict[str, Any] = {name: 0 for name in ("visible", "in_flight", "delayed", "awaiting")}
+    for found in groups:
+        for name in total:
+            total[name] += found[name]
+    total["oldest_us"] = min(
+        (found["oldest_us"] for found in groups if found["oldest_us"] is not None), default=None
+    )
+    return total
+
+
+def _age(now: datetime, oldest_us: int | None) -> float:
+    return max(0.0, (to_micros(now) - oldest_us) / 1e6) if oldest_us is not None else 0.0
 
 
 def peek(

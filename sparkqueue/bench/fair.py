@@ -1,0 +1,136 @@
+"""The fairness scenario (`--only fair`): tenants of one standard queue, their messages' wait from
+send to receive, with a noisy neighbour and without, with fair queues and without.
+
+`--fair-tenants` quiet tenants each send `--fair-rate` msg/s; in the noisy runs one more tenant
+sends ten times that. `--consumers` threads loop `receive(10)`, spend `--fair-work-ms` per
+message, and `delete_batch`: they keep up with the quiet tenants, not with the noisy one, whose
+backlog grows. Each run lasts `--fair-seconds` on a queue of its own:
+- quiet alone: the quiet tenants' wait without a neighbour;
+- noisy, fair: the same beside the noisy tenant, every message carrying its tenant's group;
+- noisy, unfair: the same messages without groups (each message then a tenant of its own, as in
+  SQS: nobody is noisy), the tenant in an attribute.
+The bar: the quiet tenants' p99 wait beside the noisy one, fair, within 2x of alone. Then a single
+tenant's load (the load scenario with every message in one group) beside the same load without
+groups, for what counting tenants costs.
+
+    python -m sparkqueue.bench --engine native --only fair --fair-seconds 30
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from ..broker import Broker
+from .loads import load
+from .timing import percentile
+from .window import during_window
+
+NOISY_TIMES = 10  # the noisy tenant's rate, in quiet tenants' rates
+TICK_SECONDS = 0.1  # a producer sends one batch per tick
+
+
+def fair_run(
+    broker: Broker,
+    name: str,
+    seconds: float,
+    consumers: int,
+    *,
+    tenants: int,
+    rate: float,
+    work_ms: float,
+    noisy: bool,
+    fair: bool,
+) -> dict[str, Any]:
+    """One run: each tenant's producer and the consumers for `seconds`; each tenant kind's
+    waits (seconds from send to receive), p50 and p99."""
+    queue = broker.create_queue(name, visibility_timeout=3_600)
+    names = [f"quiet{i}" for i in range(tenants)] + (["noisy"] if noisy else [])
+    waits: dict[str, list[float]] = {tenant: [] for tenant in names}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def produce(tenant: str) -> None:
+        per_tick = rate * TICK_SECONDS * (NOISY_TIMES if tenant == "noisy" else 1)
+        owed, started = 0.0, time.monotonic()
+        while not stop.is_set():
+            owed += per_tick
+            entries = [
+                {"body": f"{tenant} {i}", "attributes": {"tenant": tenant},
+                 **({"group_id": tenant} if fair else {})}
+                for i in range(int(owed))
+            ]  # fmt: skip
+            if entries:
+                queue.send_batch(entries)
+                owed -= len(entries)
+            started += TICK_SECONDS
+            stop.wait(max(0.0, started - time.monotonic()))
+
+    def consume() -> None:
+        while not stop.is_set():
+            messages = queue.receive(10, visibility_timeout=3_600)
+            now = datetime.now(UTC)
+            with lock:
+                for message in messages:
+                    waits[message.attributes["tenant"]].append(
+                        (now - message.sent_at).total_seconds()
+                    )
+            if not messages:
+                stop.wait(0.05)
+                continue
+            stop.wait(work_ms * len(messages) / 1000)  # the work each message costs
+            queue.delete_batch([m.receipt_handle for m in messages])
+
+    loops = [consume] * consumers + [lambda tenant=t: produce(tenant) for t in names]
+    during_window(loops, seconds, stop)
+    quiet = [wait for tenant in names if tenant != "noisy" for wait in waits[tenant]]
+    figures = {"quiet": _waits(quiet)}
+    if noisy:
+        figures["noisy"] = _waits(waits["noisy"])
+    figures["backlog_left"] = queue.stats().visible
+    return figures
+
+
+def _waits(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"received": 0, "p50_s": 0.0, "p99_s": 0.0}
+    return {
+        "received": len(values),
+        "p50_s": percentile(values, 0.5),
+        "p99_s": percentile(values, 0.99),
+    }
+
+
+def fair(
+    broker: Broker,
+    seconds: float,
+    consumers: int,
+    tenants: int,
+    rate: float,
+    work_ms: float,
+    load_seconds: float,
+) -> dict[str, Any]:
+    """The three runs, then a single tenant's load beside the same load without groups."""
+
+    def run(name: str, noisy: bool, fair: bool) -> dict[str, Any]:
+        return fair_run(broker, name, seconds, consumers, tenants=tenants, rate=rate,
+                        work_ms=work_ms, noisy=noisy, fair=fair)  # fmt: skip
+
+    alone = run("fair-alone", noisy=False, fair=True)
+    with_fairness = run("fair-noisy", noisy=True, fair=True)
+    without = run("fair-noisy-unfair", noisy=True, fair=False)
+    base = max(alone["quiet"]["p99_s"], 1e-9)
+    solo = load(broker, load_seconds, consumers, name="fair-solo", tenant="solo")
+    ungrouped = load(broker, load_seconds, consumers, name="fair-ungrouped")
+    return {
+        "quiet_alone": alone,
+        "noisy_fair": with_fairness,
+        "noisy_unfair": without,
+        "quiet_p99_ratio_fair": with_fairness["quiet"]["p99_s"] / base,
+        "quiet_p99_ratio_unfair": without["quiet"]["p99_s"] / base,
+        "single_tenant_per_s": solo["per_s"],
+        "ungrouped_per_s": ungrouped["per_s"],
+        "single_tenant_ran_dry": solo["ran_dry"],
+    }

@@ -1,0 +1,62 @@
+"""A broker's view of each standard queue's tenants, for fair receives (rules/fairness.py).
+
+Which tenants are noisy is counted (messages/claim.py's `count_tenants`: one grouped scan) at most
+every TENANT_RECOUNT_SECONDS per queue table and broker (`QueueContext.tenants`), whatever the
+receive rate, and only on a queue whose messages carry groups; a receive itself reads only the
+files it would read anyway plus the newest.
+Other brokers' receives are seen at the next count (SQS's judgement is approximate too).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from ...limits import TENANT_RECOUNT_SECONDS
+from ...rules.fairness import TenantView
+
+
+class TenantViews:
+    """Per queue table, the latest `TenantView`, counted again once it is older than
+    TENANT_RECOUNT_SECONDS by one caller while the others go on with the one they have; and
+    only while there are tenants to count: a noisy one, or a message with a group that a read
+    came across since the last count. A queue whose messages carry no group is never counted."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._views: dict[str, tuple[TenantView, float | None]] = {}
+        self._counting: set[str] = set()
+        self._grouped: set[str] = set()
+
+    def saw_groups(self, location: str) -> None:
+        """A read of the queue came across a message with a group (a tenant's)."""
+        with self._lock:
+            self._grouped.add(location)
+
+    def of(self, location: str, count: Callable[[TenantView], TenantView]) -> TenantView:
+        """The queue's view, counted by `count` from the last one when due (none known yet: no
+        tenant is noisy while the first count runs)."""
+        with self._lock:
+            view, counted_at = self._views.get(location, (TenantView(), None))
+            due = counted_at is None or self._clock() - counted_at >= TENANT_RECOUNT_SECONDS
+            wanted = bool(view.noisy) or location in self._grouped
+            if not due or not wanted or location in self._counting:
+                return view
+            self._counting.add(location)
+            self._grouped.discard(location)
+        try:
+            view = count(view)
+            with self._lock:
+                self._views[location] = (view, self._clock())
+        finally:
+            with self._lock:
+                self._counting.discard(location)
+        return view
+
+    def last(self, location: str) -> TenantView:
+        """The queue's latest view, as it is (for `stats`: tenants noisy before stay so while
+        they have a backlog)."""
+        with self._lock:
+            return self._views.get(location, (TenantView(), None))[0]

@@ -1,0 +1,182 @@
+"""Fair queues: a standard queue's `group_id` names a tenant, and while one tenant holds more than
+its share of the in-flight messages a receive serves the quiet tenants first. The rule alone,
+then the native engine on real tables (threads included) and boto3 through the endpoint; no JVM
+(the Spark engine's receive is tested in tests/integration/test_claim.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+
+from sparkqueue import Broker, Queue
+from sparkqueue.endpoint import SqsEndpoint
+from sparkqueue.engine.messages import claim, tenants
+from sparkqueue.rules.fairness import noisy_groups
+from tests.raw_http import sqs_client
+from tests.unit.endpoint_stub import KEYS
+
+
+@pytest.fixture(autouse=True)
+def count_at_every_receive(monkeypatch):
+    """A broker counts its tenants at most once a second; here at every receive, so that each
+    test sees what its last step did."""
+    monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 0.0)
+
+
+def send(queue: Queue, group: str | None, count: int, prefix: str = "") -> None:
+    queue.send_batch([{"body": f"{prefix or group}-{i}", "group_id": group} for i in range(count)])
+
+
+def bodies(messages) -> list[str]:
+    return sorted(message.body for message in messages)
+
+
+@pytest.mark.parametrize(
+    ("in_flight", "noisy"),
+    [
+        ({"a": 30}, ("a",)),  # alone, at the least count
+        ({"a": 29}, ()),  # too few of its own
+        ({"a": 30, "b": 300}, ("b",)),  # a holds less than a tenth
+        ({"a": 30, None: 270}, ()),  # exactly a tenth is not more than a tenth
+        ({"a": 60, "b": 30, "c": 31}, ("b", "c", "a")),  # fewest in flight first
+        ({None: 500}, ()),  # messages without a group are tenants of their own
+    ],
+)
+def test_a_tenant_is_noisy_above_a_tenth_of_the_in_flight_with_thirty_of_its_own(in_flight, noisy):
+    assert noisy_groups(in_flight, {}) == noisy
+
+
+def test_a_noisy_tenant_stays_noisy_until_its_backlog_is_gone():
+    assert noisy_groups({"a": 5, "b": 40}, {"a": 3}, ("a",)) == ("a", "b")
+    assert noisy_groups({"a": 5, "b": 40}, {"a": 0}, ("a",)) == ("b",)
+    assert noisy_groups({}, {"a": 1, "b": 9}, ("a",)) == ("a",)  # nothing in flight, a backlog
+
+
+def test_quiet_tenants_are_served_before_a_noisy_tenants_older_backlog(broker):
+    queue = broker.create_queue("work", visibility_timeout=600)
+    send(queue, "loud", 60)
+    held = bodies(queue.receive(30))
+    assert len(held) == 30  # loud: 30 in flight, all of them
+    send(queue, "calm", 3)
+    send(queue, None, 2, prefix="plain")  # without a group: a tenant of its own, never noisy
+    assert bodies(queue.receive(5)) == ["calm-0", "calm-1", "calm-2", "plain-0", "plain-1"]
+
+    stats = queue.stats()
+    assert (stats.noisy_groups, stats.quiet_in_flight, stats.quiet_visible) == (1, 5, 0)
+    assert (stats.visible, stats.in_flight) == (30, 35)
+
+    # With no quiet message visible the noisy tenant is served as usual.
+    more = bodies(queue.receive(3))
+    assert len(more) == 3 and all(body.startswith("loud-") and body not in held for body in more)
+
+
+def test_a_tenant_alone_is_noisy_from_thirty_in_flight_and_still_gets_full_receives(broker):
+    queue = broker.create_queue("work", visibility_timeout=600)
+    send(queue, "a", 40)
+    assert len(queue.receive(29)) == 29
+    assert queue.stats().noisy_groups == 0
+    assert len(queue.receive(1)) == 1
+    assert queue.stats().noisy_groups == 1
+    assert len(queue.receive(10)) == 10  # alone in the backlog, it gets full receives
+    assert queue.stats().visible == 0
+
+
+def test_noisy_tenants_with_the_fewest_in_flight_come_first(broker):
+    queue = broker.create_queue("work", visibility_timeout=600)
+    send(queue, "big", 60)
+    assert len(queue.receive(60)) == 60
+    send(queue, "small", 40)
+    assert len(queue.receive(30)) == 30  # big is noisy: small's messages first
+    send(queue, "big", 10, prefix="big-more")
+    assert queue.stats().noisy_groups == 2  # big: 60 in flight, small: 30
+    assert all(body.startswith("small-") for body in bodies(queue.receive(4)))
+
+
+def test_a_quiet_message_older_than_the_newest_files_is_still_found(broker, clock):
+    """A receive reads quiet tenants' messages among the newest files and from the oldest one
+    the count found: here one sent an hour before the flood, and visible again after it."""
+    queue = broker.create_queue("work", visibility_timeout=600)
+    send(queue, "early", 1)
+    [early] = queue.receive(1, visibility_timeout=7200)
+    clock.advance(3600)
+    send(queue, "loud", 80)
+    assert all(body.startswith("loud-") for body in bodies(queue.receive(40)))
+    queue.change_visibility(early.receipt_handle, 0)
+    assert bodies(queue.receive(1)) == ["early-0"]  # quiet, though far older than the flood
+
+
+def test_tenants_are_counted_only_on_a_queue_whose_messages_carry_groups(broker, monkeypatch):
+    counted: list[str] = []
+    counting = claim.count_tenants
+    monkeypatch.setattr(
+        claim, "count_tenants", lambda *a: counted.append(a[1].name) or counting(*a)
+    )
+    plain, tenanted = broker.create_queue("plain"), broker.create_queue("tenanted")
+    send(plain, None, 20, prefix="p")
+    send(tenanted, "t", 20)
+    for _ in range(4):
+        plain.receive(2)
+        tenanted.receive(2)
+    assert counted == ["tenanted"] * 3  # from the receive after the first that met a group
+
+
+def test_threads_on_a_fair_queue_take_every_message_once(broker):
+    queue = broker.create_queue("work", visibility_timeout=600)
+    send(queue, "loud", 300)
+    sent = [f"loud-{i}" for i in range(300)]
+    taken: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def consume() -> None:
+        mine = broker.get_queue("work")
+        while not stop.is_set():
+            got = mine.receive(10)
+            with lock:
+                taken.extend(m.body for m in got)
+            if got:
+                mine.delete_batch([m.receipt_handle for m in got])
+
+    def produce() -> None:
+        for round_ in range(20):
+            group = f"calm{round_ % 4}"
+            send(queue, group, 5, prefix=f"{group}-{round_}")
+            with lock:
+                sent.extend(f"{group}-{round_}-{i}" for i in range(5))
+
+    consumers = [threading.Thread(target=consume) for _ in range(4)]
+    producer = threading.Thread(target=produce)
+    for thread in [*consumers, producer]:
+        thread.start()
+    producer.join()
+    while queue.stats().visible or queue.stats().in_flight:
+        stop.wait(0.05)
+    stop.set()
+    for thread in consumers:
+        thread.join()
+    counts = Counter(taken)
+    assert sorted(counts) == sorted(sent)  # nothing lost
+    assert max(counts.values()) == 1  # nothing twice
+
+
+def test_message_group_ids_make_tenants_through_the_endpoint(tmp_path, clock):
+    broker = Broker(None, str(tmp_path / "root"), clock=clock)
+    with SqsEndpoint(broker, port=0, access_keys=KEYS, redrive_every=0) as endpoint:
+        sqs = sqs_client(endpoint.url)
+        url = sqs.create_queue(QueueName="tenants")["QueueUrl"]
+        for batch in range(4):
+            entries = [
+                {"Id": str(i), "MessageBody": f"loud-{batch}-{i}", "MessageGroupId": "loud"}
+                for i in range(10)
+            ]
+            sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        for _ in range(3):
+            sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600)
+        sqs.send_message(QueueUrl=url, MessageBody="calm", MessageGroupId="calm")
+        [message] = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=1, MessageSystemAttributeNames=["MessageGroupId"]
+        )["Messages"]
+    assert message["Body"] == "calm"
+    assert message["Attributes"]["MessageGroupId"] == "calm"
