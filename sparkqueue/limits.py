@@ -50,6 +50,9 @@ DEDUPLICATION_WINDOW = timedelta(minutes=5)
 # share of the queue's in-flight messages and at least this many of its own (SQS's thresholds).
 NOISY_SHARE = 0.10
 NOISY_MIN_IN_FLIGHT = 30
+# How much each count of a tenant's in-flight share weighs in its recent share (the rest is the
+# recent share before): counted every second, about the last ten seconds.
+RECENT_WEIGHT = 0.1
 
 # -- queue defaults (SQS's) -------------------------------------------------------------------------
 DEFAULT_VISIBILITY_SECONDS = 30
@@ -68,7 +71,7 @@ IN_FLIGHT_RECOUNT_SHARE = 0.8  # recount every time once the estimate is this cl
 TENANT_RECOUNT_SECONDS = 1.0
 # A receive looks for quiet tenants' messages among those sent since this long before the count
 # (ids sort by send time, so older files are skipped), besides the oldest the count found.
-QUIET_LOOKBACK = timedelta(seconds=10)
+QUIET_LOOKBACK = timedelta(seconds=2)
 # Queue tables have no deletion vectors (a claim or delete then runs fewer Spark jobs; see
 # docs/performance.md), so an UPDATE rewrites each file it touches: writes and compaction keep
 # files small enough that rewriting one costs little next to the commit.

@@ -1,10 +1,13 @@
 """The fairness scenario (`--only fair`): tenants of one standard queue, their messages' wait from
 send to receive, with a noisy neighbour and without, with fair queues and without.
 
-`--fair-tenants` quiet tenants each send `--fair-rate` msg/s; in the noisy runs one more tenant
-sends ten times that. `--consumers` threads loop `receive(10)`, spend `--fair-work-ms` per
-message, and `delete_batch`: they keep up with the quiet tenants, not with the noisy one, whose
-backlog grows. Each run lasts `--fair-seconds` on a queue of its own:
+`--consumers` threads loop `receive(10)`, spend `--fair-work-ms` per message, and `delete_batch`;
+what they take per second from a backlog is measured first. `--fair-tenants` quiet tenants each
+send `--fair-rate` msg/s (0: a fifteenth of that capacity, so each uses a few percent of the
+consumers' time, as SQS's fair queues assume); in the noisy runs one more tenant sends ten times
+that. The consumers keep up with the quiet tenants, not with the noisy one, whose backlog grows.
+One producer sends every tenant's messages due, ten batches a second. Each run lasts
+`--fair-seconds` on a queue of its own:
 - quiet alone: the quiet tenants' wait without a neighbour;
 - noisy, fair: the same beside the noisy tenant, every message carrying its tenant's group;
 - noisy, unfair: the same messages without groups (each message then a tenant of its own, as in
@@ -52,19 +55,21 @@ def fair_run(
     lock = threading.Lock()
     stop = threading.Event()
 
-    def produce(tenant: str) -> None:
-        per_tick = rate * TICK_SECONDS * (NOISY_TIMES if tenant == "noisy" else 1)
-        owed, started = 0.0, time.monotonic()
+    def produce() -> None:  # one batch a tick of every tenant's messages due (one commit)
+        owed = dict.fromkeys(names, 0.0)
+        started = time.monotonic()
         while not stop.is_set():
-            owed += per_tick
-            entries = [
-                {"body": f"{tenant} {i}", "attributes": {"tenant": tenant},
-                 **({"group_id": tenant} if fair else {})}
-                for i in range(int(owed))
-            ]  # fmt: skip
+            entries = []
+            for tenant in names:
+                owed[tenant] += rate * TICK_SECONDS * (NOISY_TIMES if tenant == "noisy" else 1)
+                entries += [
+                    {"body": f"{tenant} {i}", "attributes": {"tenant": tenant},
+                     **({"group_id": tenant} if fair else {})}
+                    for i in range(int(owed[tenant]))
+                ]  # fmt: skip
+                owed[tenant] -= int(owed[tenant])
             if entries:
                 queue.send_batch(entries)
-                owed -= len(entries)
             started += TICK_SECONDS
             stop.wait(max(0.0, started - time.monotonic()))
 
@@ -83,8 +88,7 @@ def fair_run(
             stop.wait(work_ms * len(messages) / 1000)  # the work each message costs
             queue.delete_batch([m.receipt_handle for m in messages])
 
-    loops = [consume] * consumers + [lambda tenant=t: produce(tenant) for t in names]
-    during_window(loops, seconds, stop)
+    during_window([consume] * consumers + [produce], seconds, stop)
     quiet = [wait for tenant in names if tenant != "noisy" for wait in waits[tenant]]
     figures = {"quiet": _waits(quiet)}
     if noisy:
@@ -103,6 +107,25 @@ def _waits(values: list[float]) -> dict[str, float]:
     }
 
 
+def capacity(broker: Broker, seconds: float, consumers: int, work_ms: float) -> float:
+    """What the consumers take per second, each message costing `work_ms`, from a backlog."""
+    queue = broker.create_queue("fair-capacity", visibility_timeout=3_600)
+    queue.send_batch([f"backlog {i}" for i in range(int(seconds * consumers * 1000 / work_ms))])
+    taken: list[int] = []
+    stop = threading.Event()
+
+    def consume() -> None:
+        while not stop.is_set():
+            messages = queue.receive(10, visibility_timeout=3_600)
+            stop.wait(work_ms * len(messages) / 1000)
+            if messages:
+                queue.delete_batch([m.receipt_handle for m in messages])
+                taken.append(len(messages))
+
+    during_window([consume] * consumers, seconds, stop)
+    return sum(taken) / seconds
+
+
 def fair(
     broker: Broker,
     seconds: float,
@@ -112,7 +135,11 @@ def fair(
     work_ms: float,
     load_seconds: float,
 ) -> dict[str, Any]:
-    """The three runs, then a single tenant's load beside the same load without groups."""
+    """The three runs, then a single tenant's load beside the same load without groups. With
+    `rate` 0, each quiet tenant sends a fifteenth of what the consumers take (measured first):
+    each a few percent of their time, the noisy one ten times that, more than they take."""
+    taken = capacity(broker, min(seconds, 10.0), consumers, work_ms)
+    rate = rate or taken / 15
 
     def run(name: str, noisy: bool, fair: bool) -> dict[str, Any]:
         return fair_run(broker, name, seconds, consumers, tenants=tenants, rate=rate,
@@ -125,6 +152,8 @@ def fair(
     solo = load(broker, load_seconds, consumers, name="fair-solo", tenant="solo")
     ungrouped = load(broker, load_seconds, consumers, name="fair-ungrouped")
     return {
+        "capacity_per_s": taken,
+        "quiet_rate": rate,
         "quiet_alone": alone,
         "noisy_fair": with_fairness,
         "noisy_unfair": without,

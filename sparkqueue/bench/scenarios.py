@@ -74,8 +74,10 @@ class Sizes:
     fifo_consumers: int = 2  # the FIFO scenario's, alone and beside a producer
     fifo_groups: int = 50
     fair_seconds: float = 30.0  # each of the fairness scenario's three runs
-    fair_tenants: int = 4  # quiet tenants; the noisy one sends NOISY_TIMES (10) one's rate
-    fair_rate: float = 20.0  # each quiet tenant's msg/s
+    # Quiet tenants, each with less than a tenth of the consumers' time as SQS's fair queues
+    # assume (the noisy one sends NOISY_TIMES, 10, one's rate: more than the consumers take).
+    fair_tenants: int = 9
+    fair_rate: float = 0.0  # each quiet tenant's msg/s (0: a fifteenth of the consumers' capacity)
     fair_work_ms: float = 15.0  # what each message costs a consumer
     phase_rounds: int = 200  # receive(1) + delete pairs timed phase by phase (native)
     phase_backlog: int = 1_000

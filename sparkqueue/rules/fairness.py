@@ -1,13 +1,19 @@
 """Fair queues: which tenants of a standard queue are noisy, and which messages a receive prefers.
 
-A standard queue's `group_id` names a tenant, as in SQS's fair queues. A tenant turns noisy when
-it holds more than NOISY_SHARE of the queue's in-flight messages and at least NOISY_MIN_IN_FLIGHT
-of its own: its consumers' share is out of proportion, so a receive takes quiet tenants' messages
-first, and a noisy tenant's only when no quiet one is visible, the noisy tenants with the fewest
-in flight first. It stays noisy until its backlog is gone (as in SQS): its share falls as soon as
-quiet tenants are served first, and it must not turn quiet, and its backlog go first, for that. A message without a group is a tenant of its own, as in SQS, so it is never
-noisy. Written once: receives (both engines, alone or in rounds) read through a `TenantView`, and
-`stats` sums the quiet tenants' counts with `noisy_groups`.
+A standard queue's `group_id` names a tenant, as in SQS's fair queues. SQS judges a tenant by two
+measures, and so does this rule, from each tenant's messages in flight at each count:
+- concurrency: it holds more than NOISY_SHARE of the queue's in-flight messages, and at least
+  NOISY_MIN_IN_FLIGHT of its own;
+- processing time: its recent share of the consumers' time is more than NOISY_SHARE. A message's
+  time in flight is consumer time, so the share is its share of the in-flight messages averaged
+  over the recent counts (RECENT_WEIGHT each; a tenant first met: its share then), and it needs a
+  backlog to be held back.
+A noisy tenant stays noisy until its backlog is gone (as in SQS): its share falls as soon as the
+quiet tenants are served first, and its backlog must not go first again for that. A receive takes
+quiet tenants' messages first, and a noisy tenant's only when no quiet one is visible, the noisy
+tenants with the least recent share first. A message without a group is a tenant of its own, as in
+SQS, so it is never noisy. Written once: receives (both engines, alone or in rounds) read through
+a `TenantView`, and `stats` sums the quiet tenants' counts with `judge`.
 """
 
 from __future__ import annotations
@@ -15,41 +21,54 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..limits import NOISY_MIN_IN_FLIGHT, NOISY_SHARE
+from ..limits import NOISY_MIN_IN_FLIGHT, NOISY_SHARE, RECENT_WEIGHT
 from .expr import Expr, col, lit, when
 
+Counts = Mapping[str | None, int]  # per group (None: the messages without one)
+FORGOTTEN_SHARE = 0.01  # a tenant with nothing in flight is forgotten below this recent share
 
-def noisy_groups(
-    in_flight: Mapping[str | None, int],
-    backlog: Mapping[str | None, int],
-    were_noisy: tuple[str, ...] = (),
-) -> tuple[str, ...]:
-    """The noisy tenants, fewest in flight first, from each group's messages in flight and
-    visible (None: the messages without a group, counted in the whole but never one tenant
-    together), and the tenants that were noisy at the last count."""
+
+def judge(
+    in_flight: Counts, backlog: Counts, before: TenantView
+) -> tuple[tuple[str, ...], dict[str, float]]:
+    """The noisy tenants, the least recent share first, and each tenant's recent share of the
+    in-flight messages, from each group's messages in flight and visible now and the view of
+    the last count. SQS serves the noisy tenant with the fewest in flight first; the recent
+    share is that count smoothed, since a tenant held back has few in flight at any moment
+    and would otherwise come first at every other count."""
     total = sum(in_flight.values())
-
-    def noisy(group: str | None, count: int) -> bool:
-        if group is None:
-            return False
-        if count >= NOISY_MIN_IN_FLIGHT and count > NOISY_SHARE * total:
-            return True
-        return group in were_noisy and backlog.get(group, 0) > 0
-
-    groups = set(in_flight) | set(backlog)
-    found = [(in_flight.get(g, 0), g) for g in groups if noisy(g, in_flight.get(g, 0))]
-    return tuple(group for _, group in sorted(found))
+    groups = {g for g in (*in_flight, *backlog, *dict(before.shares)) if g is not None}
+    earlier = dict(before.shares)
+    shares: dict[str, float] = {}
+    noisy = []
+    for group in groups:
+        count, waiting = in_flight.get(group, 0), backlog.get(group, 0)
+        now = count / total if total else 0.0
+        recent = (
+            (1 - RECENT_WEIGHT) * earlier[group] + RECENT_WEIGHT * now if group in earlier else now
+        )
+        if count or recent >= FORGOTTEN_SHARE:
+            shares[group] = recent
+        concurrent = count >= NOISY_MIN_IN_FLIGHT and now > NOISY_SHARE
+        busy = recent > NOISY_SHARE or group in before.noisy
+        if concurrent or (busy and waiting):
+            noisy.append((recent, count, group))
+    return tuple(group for *_, group in sorted(noisy)), shares
 
 
 @dataclass(frozen=True)
 class TenantView:
-    """What a receive knows of a queue's tenants: the noisy ones (fewest in flight first), and
-    the least id a quiet tenant's claimable message had when they were counted (or the ids of
+    """What a receive knows of a queue's tenants at the last count: the noisy ones (least busy
+    flight first), and the least id a quiet tenant's claimable message had (or the ids of
     messages sent since shortly before then: newer ones), so that the read of quiet messages
     skips every file of older ids by its statistics."""
 
     noisy: tuple[str, ...] = ()
     quiet_from: str = ""
+    # Whether the count found any other tenant's message (visible or in flight): if not, a
+    # receive looks for none until the next count (a tenant alone costs nothing more).
+    others: bool = False
+    shares: tuple[tuple[str, float], ...] = ()  # each tenant's recent share (see `judge`)
 
     def quiet(self) -> Expr:
         """A message of a quiet tenant (not in a noisy group; one without a group is quiet)."""
@@ -62,7 +81,8 @@ class TenantView:
         return self.quiet() & (col("message_id") >= lit(self.quiet_from))
 
     def rank(self) -> Expr:
-        """The noisy tenants' order: 1, 2... as in `noisy` (0 for any other message)."""
+        """The noisy tenants' order: 1, 2... as in `noisy` (0 for any other message); only
+        several noisy tenants need it."""
         group = col("group_id")
         return when([(group == lit(name), lit(rank)) for rank, name in enumerate(self.noisy, 1)],
                     lit(0))  # fmt: skip

@@ -13,7 +13,8 @@ import pytest
 from sparkqueue import Broker, Queue
 from sparkqueue.endpoint import SqsEndpoint
 from sparkqueue.engine.messages import claim, tenants
-from sparkqueue.rules.fairness import noisy_groups
+from sparkqueue.limits import RECENT_WEIGHT
+from sparkqueue.rules.fairness import TenantView, judge
 from tests.raw_http import sqs_client
 from tests.unit.endpoint_stub import KEYS
 
@@ -37,7 +38,7 @@ def bodies(messages) -> list[str]:
     ("in_flight", "noisy"),
     [
         ({"a": 30}, ("a",)),  # alone, at the least count
-        ({"a": 29}, ()),  # too few of its own
+        ({"a": 29}, ()),  # too few of its own, and no backlog to hold back
         ({"a": 30, "b": 300}, ("b",)),  # a holds less than a tenth
         ({"a": 30, None: 270}, ()),  # exactly a tenth is not more than a tenth
         ({"a": 60, "b": 30, "c": 31}, ("b", "c", "a")),  # fewest in flight first
@@ -45,13 +46,22 @@ def bodies(messages) -> list[str]:
     ],
 )
 def test_a_tenant_is_noisy_above_a_tenth_of_the_in_flight_with_thirty_of_its_own(in_flight, noisy):
-    assert noisy_groups(in_flight, {}) == noisy
+    assert judge(in_flight, {}, TenantView())[0] == noisy
+
+
+def test_a_tenant_with_a_backlog_is_noisy_by_its_recent_share_of_the_consumers_time():
+    before = TenantView(shares=(("a", 0.3),))
+    noisy, shares = judge({"a": 5, None: 10}, {"a": 3}, before)  # 5 in flight: a third
+    assert noisy == ("a",)
+    assert shares["a"] == pytest.approx((1 - RECENT_WEIGHT) * 0.3 + RECENT_WEIGHT * 5 / 15)
+    assert judge({"a": 5, None: 10}, {}, before)[0] == ()  # nothing waiting: nothing held back
+    assert judge({"a": 1, None: 99}, {"a": 3}, TenantView())[0] == ()  # a small share
 
 
 def test_a_noisy_tenant_stays_noisy_until_its_backlog_is_gone():
-    assert noisy_groups({"a": 5, "b": 40}, {"a": 3}, ("a",)) == ("a", "b")
-    assert noisy_groups({"a": 5, "b": 40}, {"a": 0}, ("a",)) == ("b",)
-    assert noisy_groups({}, {"a": 1, "b": 9}, ("a",)) == ("a",)  # nothing in flight, a backlog
+    before = TenantView(noisy=("a",))
+    assert judge({"a": 0, "b": 40}, {"a": 3}, before)[0] == ("a", "b")
+    assert judge({"a": 0, "b": 40}, {"a": 0}, before)[0] == ("b",)
 
 
 def test_quiet_tenants_are_served_before_a_noisy_tenants_older_backlog(broker):
@@ -72,14 +82,13 @@ def test_quiet_tenants_are_served_before_a_noisy_tenants_older_backlog(broker):
     assert len(more) == 3 and all(body.startswith("loud-") and body not in held for body in more)
 
 
-def test_a_tenant_alone_is_noisy_from_thirty_in_flight_and_still_gets_full_receives(broker):
+def test_a_tenant_alone_is_noisy_and_still_gets_full_receives(broker):
     queue = broker.create_queue("work", visibility_timeout=600)
     send(queue, "a", 40)
-    assert len(queue.receive(29)) == 29
-    assert queue.stats().noisy_groups == 0
-    assert len(queue.receive(1)) == 1
+    assert len(queue.receive(10)) == 10  # the first receive meets the tenant
+    assert len(queue.receive(10)) == 10  # the second counts it: all the consumers' time
     assert queue.stats().noisy_groups == 1
-    assert len(queue.receive(10)) == 10  # alone in the backlog, it gets full receives
+    assert len(queue.receive(20)) == 20  # alone in the backlog, it gets full receives
     assert queue.stats().visible == 0
 
 

@@ -19,7 +19,7 @@ from ...limits import DEEP_SHARD_ROWS, QUIET_LOOKBACK
 from ...model import Message
 from ...rules import handles
 from ...rules.expr import Call, Expr, any_of, coalesce, col, lit, null, when
-from ...rules.fairness import TenantView, noisy_groups
+from ...rules.fairness import TenantView, judge
 from ...rules.ids import first_id_at
 from ...store.registry import QueueRecord
 from ...store.statements import Row, Tables
@@ -88,10 +88,11 @@ def count_in_flight(ctx: QueueContext, record: QueueRecord, now: datetime) -> in
 
 
 def count_tenants(
-    ctx: QueueContext, record: QueueRecord, now: datetime, were: TenantView
+    ctx: QueueContext, record: QueueRecord, now: datetime, before: TenantView
 ) -> TenantView:
     """One grouped scan: each tenant's messages in flight and visible (which tenants are noisy,
-    after `were`) and each quiet tenant's oldest claimable message (where a receive looks)."""
+    after the view `before`) and each quiet tenant's oldest claimable message (where a receive
+    looks for quiet ones)."""
     visible = claimable(now, record.attributes)
     groups = ctx.tables.aggregate_by(
         record.location,
@@ -99,14 +100,19 @@ def count_tenants(
         {"in_flight": in_flight(now), "visible": visible},
         {"oldest": when([(visible, col("message_id"))], null("string"))},
     )
-    noisy = noisy_groups(
+    noisy, shares = judge(
         {group: row["in_flight"] for group, row in groups.items()},
         {group: row["visible"] for group, row in groups.items()},
-        were.noisy,
+        before,
     )
+    quiet = [row for group, row in groups.items() if group not in noisy]
     recent = first_id_at(to_micros(now - QUIET_LOOKBACK))
-    quiet = [row["oldest"] for group, row in groups.items() if group not in noisy]
-    return TenantView(noisy, min([recent, *filter(None, quiet)]))
+    return TenantView(
+        noisy,
+        quiet_from=min([recent, *filter(None, (row["oldest"] for row in quiet))]),
+        others=any(row["in_flight"] or row["visible"] for row in quiet),
+        shares=tuple(sorted(shares.items())),
+    )
 
 
 def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: int) -> list[Row]:
@@ -126,10 +132,10 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     if attrs.fifo:  # group prefixes, groups in an order of this receive's own
         return fifo_ops.candidates(ctx, record, now, wanted, COLLECTED)
     visible = claimable(now, attrs)
-    tenants = ctx.tenants.of(location, lambda were: count_tenants(ctx, record, now, were))
+    tenants = ctx.tenants.of(location, lambda before: count_tenants(ctx, record, now, before))
     with tables.snapshot(location) as at:  # every read alike, the table opened once
         found: list[Row] = []
-        if tenants.noisy:  # quiet tenants' first (from every shard), then the noisy ones'
+        if tenants.noisy and tenants.others:  # quiet tenants' first (every shard), then the rest
             quiet = visible & tenants.quiet_candidates()
             found = tables.select(
                 location, COLLECTED, quiet, order_by=["message_id"], limit=wanted, at=at
@@ -146,14 +152,14 @@ def _from_shards(
     ctx: QueueContext, record: QueueRecord, visible: Expr, wanted: int, tenants: TenantView, at: Any
 ) -> list[Row]:
     """`wanted` of the `visible` rows: one random shard's first, then the others' (see
-    `candidates`); the noisy tenants with the fewest in flight first."""
+    `candidates`); the least busy noisy tenants first."""
     attrs, tables, location = record.attributes, ctx.tables_for(record), record.location
     first = random.randrange(attrs.shards)
     in_first, others = visible & (col("shard") == first), visible & (col("shard") != first)
     depths = ctx.depths
     deep = depths.is_deep(location)
     order: list[str | Expr] = [] if deep else ["message_id"]
-    if tenants.noisy:
+    if len(tenants.noisy) > 1:
         order = [tenants.rank(), "message_id"]
     found = tables.select(location, COLLECTED, in_first, order_by=order, limit=wanted, at=at)
     from_first = len(found)
