@@ -15,10 +15,10 @@ def test_killed_consumers_and_redrive_jobs_lose_nothing_and_deliver_nothing_too_
         spark,
         str(tmp_path / "root"),
         tmp_path / "records",
-        seconds=45,
+        seconds=25,
         consumers=2,
         messages=120,
-        kill_every=(4.0, 8.0),
+        kill_every=(3.0, 6.0),
         seed=14,
         min_kills=4,
     )

@@ -134,11 +134,14 @@ def test_receive_df_on_an_empty_queue_is_empty(queue):
     assert queue.receive_df(10).count() == 0
 
 
-def test_over_limit_at_120000_in_flight(spark, broker):
+def test_over_limit_at_the_in_flight_limit(spark, broker, monkeypatch):
+    """At the limit (120,000: tests/unit/test_inflight.py; 50 here, so the test fills fast) a
+    standard queue's short poll is OverLimit, after a receive_df that reached it."""
+    monkeypatch.setitem(IN_FLIGHT_LIMITS, False, 50)
     queue = broker.create_queue("busy", shards=2)
-    queue.send_df(spark.range(120_001).select(F.lit("x").alias("body")))
-    assert queue.receive_df(120_000).count() == 120_000
-    with pytest.raises(OverLimit, match="120000"):
+    queue.send_df(spark.range(51).select(F.lit("x").alias("body")))
+    assert queue.receive_df(50).count() == 50
+    with pytest.raises(OverLimit, match="has 50 messages in flight"):
         queue.receive()
     assert queue.receive(wait_time_seconds=1) == []  # long polling waits instead of failing
     assert queue.stats().visible == 1

@@ -133,8 +133,8 @@ def test_tenants_are_counted_only_on_a_queue_whose_messages_carry_groups(broker,
 
 def test_threads_on_a_fair_queue_take_every_message_once(broker):
     queue = broker.create_queue("work", visibility_timeout=600)
-    send(queue, "loud", 300)
-    sent = [f"loud-{i}" for i in range(300)]
+    send(queue, "loud", 120)
+    sent = [f"loud-{i}" for i in range(120)]
     taken: list[str] = []
     lock = threading.Lock()
     stop = threading.Event()
@@ -149,7 +149,7 @@ def test_threads_on_a_fair_queue_take_every_message_once(broker):
                 mine.delete_batch([m.receipt_handle for m in got])
 
     def produce() -> None:
-        for round_ in range(20):
+        for round_ in range(10):
             group = f"calm{round_ % 4}"
             send(queue, group, 5, prefix=f"{group}-{round_}")
             with lock:
