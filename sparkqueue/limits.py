@@ -50,9 +50,9 @@ DEDUPLICATION_WINDOW = timedelta(minutes=5)
 # share of the queue's in-flight messages and at least this many of its own (SQS's thresholds).
 NOISY_SHARE = 0.10
 NOISY_MIN_IN_FLIGHT = 30
-# How much each count of a tenant's in-flight share weighs in its recent share (the rest is the
-# recent share before): counted every second, about the last ten seconds.
-RECENT_WEIGHT = 0.1
+# A tenant's recent share of the consumers' time is its share of the in-flight messages averaged
+# over about this long (each count weighs by the time since the one before).
+RECENT_SECONDS = 10.0
 
 # -- queue defaults (SQS's) -------------------------------------------------------------------------
 DEFAULT_VISIBILITY_SECONDS = 30

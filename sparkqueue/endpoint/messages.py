@@ -140,7 +140,7 @@ def _dead_letter_sources(
     moved = {m.moved_from for m in messages if m.moved_from is not None}
     if not moved or "DeadLetterQueueSourceArn" not in system:
         return {}
-    sources = set(request.service.sources_of(name))
+    sources = set(request.service.sources_of(name, fresh=False))  # a receive: cached will do
     return {source: request.service.naming.arn(source) for source in moved & sources}
 
 

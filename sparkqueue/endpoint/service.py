@@ -107,10 +107,11 @@ class Service:
         except (QueueDoesNotExist, InvalidParameterValue):
             return None
 
-    def sources_of(self, dead_letter_queue: str) -> list[str]:
+    def sources_of(self, dead_letter_queue: str, *, fresh: bool = True) -> list[str]:
         """The queues whose redrive policy names `dead_letter_queue`, from the registry alone
-        (opening each queue would start Spark for a FIFO queue whose table Spark numbers)."""
-        records = self.broker.context.registry.records(fresh=True)
+        (opening each queue would start Spark for a FIFO queue whose table Spark numbers); read
+        afresh, or (`fresh=False`) as the broker's registry cache holds it."""
+        records = self.broker.context.registry.records(fresh=fresh)
         return sorted(
             name
             for name, record in records.items()

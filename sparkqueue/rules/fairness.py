@@ -4,54 +4,65 @@ A standard queue's `group_id` names a tenant, as in SQS's fair queues. SQS judge
 measures, and so does this rule, from each tenant's messages in flight at each count:
 - concurrency: it holds more than NOISY_SHARE of the queue's in-flight messages, and at least
   NOISY_MIN_IN_FLIGHT of its own;
-- processing time: its recent share of the consumers' time is more than NOISY_SHARE. A message's
-  time in flight is consumer time, so the share is its share of the in-flight messages averaged
-  over the recent counts (RECENT_WEIGHT each; a tenant first met: its share then), and it needs a
-  backlog to be held back.
-A noisy tenant stays noisy until its backlog is gone (as in SQS): its share falls as soon as the
-quiet tenants are served first, and its backlog must not go first again for that. A receive takes
-quiet tenants' messages first, and a noisy tenant's only when no quiet one is visible, the noisy
-tenants with the least recent share first. A message without a group is a tenant of its own, as in
-SQS, so it is never noisy. Written once: receives (both engines, alone or in rounds) read through
-a `TenantView`, and `stats` sums the quiet tenants' counts with `judge`.
+- processing time: its recent share of the consumers' time is more than NOISY_SHARE while it has
+  a backlog. A message's time in flight is consumer time, so the share is its share of the
+  in-flight messages, averaged over the last RECENT_SECONDS (by time, however often counted; a
+  tenant first met: its share then). A count with fewer than NOISY_MIN_IN_FLIGHT in flight in all
+  says nothing of shares (one message of one in flight is no tenant's "all"): it counts as 0.
+A noisy tenant stays noisy while it has a backlog and more than half of NOISY_SHARE of recent
+time (SQS: "until its shares drop to levels comparable with the quiet tenants"): held back, its
+share falls, and its backlog must not go first again for that alone, nor starve once the others
+fill the consumers. A receive takes quiet tenants' messages first, and a noisy tenant's only when
+no quiet one is visible, the noisy tenants with the least recent share first (SQS: the fewest in
+flight; a tenant held back has few in flight at any moment, and would come first at every other
+count). A message without a group is a tenant of its own, as in SQS, so it is never noisy.
+Written once: receives (both engines, alone or in rounds) read through a `TenantView`, and `stats`
+sums the quiet tenants' counts with `judge`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..limits import NOISY_MIN_IN_FLIGHT, NOISY_SHARE, RECENT_WEIGHT
+from ..limits import NOISY_MIN_IN_FLIGHT, NOISY_SHARE, RECENT_SECONDS
 from .expr import Expr, col, lit, when
 
 Counts = Mapping[str | None, int]  # per group (None: the messages without one)
 FORGOTTEN_SHARE = 0.01  # a tenant with nothing in flight is forgotten below this recent share
 
 
+def tenant_counts(groups: Mapping[str | None, Mapping[str, int]]) -> tuple[Counts, Counts]:
+    """Each group's messages in flight and visible, from a count's grouped rows (`in_flight`,
+    `visible`)."""
+    return (
+        {group: row["in_flight"] for group, row in groups.items()},
+        {group: row["visible"] for group, row in groups.items()},
+    )
+
+
 def judge(
-    in_flight: Counts, backlog: Counts, before: TenantView
+    in_flight: Counts, backlog: Counts, before: TenantView, elapsed: float | None
 ) -> tuple[tuple[str, ...], dict[str, float]]:
-    """The noisy tenants, the least recent share first, and each tenant's recent share of the
-    in-flight messages, from each group's messages in flight and visible now and the view of
-    the last count. SQS serves the noisy tenant with the fewest in flight first; the recent
-    share is that count smoothed, since a tenant held back has few in flight at any moment
-    and would otherwise come first at every other count."""
+    """The noisy tenants, the least recent share first, and each tenant's recent share, from
+    each group's messages in flight and visible now, and the view of the count `elapsed`
+    seconds before (None: no count before)."""
     total = sum(in_flight.values())
-    groups = {g for g in (*in_flight, *backlog, *dict(before.shares)) if g is not None}
+    weight = 1.0 if elapsed is None else 1 - math.exp(-elapsed / RECENT_SECONDS)
     earlier = dict(before.shares)
+    groups = {g for g in (*in_flight, *backlog, *earlier) if g is not None}
     shares: dict[str, float] = {}
     noisy = []
     for group in groups:
         count, waiting = in_flight.get(group, 0), backlog.get(group, 0)
-        now = count / total if total else 0.0
-        recent = (
-            (1 - RECENT_WEIGHT) * earlier[group] + RECENT_WEIGHT * now if group in earlier else now
-        )
+        now = count / total if total >= NOISY_MIN_IN_FLIGHT else 0.0
+        recent = (1 - weight) * earlier[group] + weight * now if group in earlier else now
         if count or recent >= FORGOTTEN_SHARE:
             shares[group] = recent
         concurrent = count >= NOISY_MIN_IN_FLIGHT and now > NOISY_SHARE
-        busy = recent > NOISY_SHARE or group in before.noisy
-        if concurrent or (busy and waiting):
+        held = group in before.noisy and recent > NOISY_SHARE / 2
+        if concurrent or (waiting and (recent > NOISY_SHARE or held)):
             noisy.append((recent, count, group))
     return tuple(group for *_, group in sorted(noisy)), shares
 

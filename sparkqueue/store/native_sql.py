@@ -89,6 +89,15 @@ def quote_name(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def aggregate_list(counts: dict[str, Expr], least: dict[str, Expr]) -> str:
+    """The select list of `Tables.aggregate`: a count per condition, a least value per expression."""
+    parts = [
+        f"COUNT(CASE WHEN {to_sql(c)} THEN 1 END) AS {quote_name(n)}" for n, c in counts.items()
+    ]
+    parts += [f"MIN({to_sql(value)}) AS {quote_name(n)}" for n, value in least.items()]
+    return ", ".join(parts)
+
+
 def select_statement(
     columns: Sequence[str],
     where: Expr | None = None,

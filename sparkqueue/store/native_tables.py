@@ -34,7 +34,7 @@ from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
 from .native_history import LogTrimmed, RowState, row_states
 from .native_pool import OpenTables
 from .native_process import check_process
-from .native_sql import quote_name, select_statement, to_sql
+from .native_sql import aggregate_list, quote_name, select_statement, to_sql
 from .native_upkeep import NativeUpkeep
 from .schema import Columns
 from .statements import APP_TXN_VERSION, MESSAGE_KEY, ListedMerge, Row
@@ -136,13 +136,13 @@ class NativeTables(NativeUpkeep):
         *,
         at: DeltaTable | None = None,
     ) -> Row:
-        return self.query(address, f"SELECT {_aggregates(counts, least)} FROM t", at=at)[0]
+        return self.query(address, f"SELECT {aggregate_list(counts, least)} FROM t", at=at)[0]
 
     def aggregate_by(
         self, address: str, by: str, counts: dict[str, Expr], least: dict[str, Expr]
     ) -> dict[Any, Row]:
         name = quote_name(by)
-        statement = f"SELECT {name}, {_aggregates(counts, least)} FROM t GROUP BY {name}"
+        statement = f"SELECT {name}, {aggregate_list(counts, least)} FROM t GROUP BY {name}"
         return {row.pop(by): row for row in self.query(address, statement)}
 
     def is_sequenced(self, address: str) -> bool:
@@ -384,15 +384,6 @@ class NativeTables(NativeUpkeep):
     def _remember(self, address: str) -> None:
         with self._known_lock:
             self._known.add(address)
-
-
-def _aggregates(counts: dict[str, Expr], least: dict[str, Expr]) -> str:
-    """The select list of `Tables.aggregate`: a count per condition, a least value per expression."""
-    parts = [
-        f"COUNT(CASE WHEN {to_sql(c)} THEN 1 END) AS {quote_name(n)}" for n, c in counts.items()
-    ]
-    parts += [f"MIN({to_sql(value)}) AS {quote_name(n)}" for n, value in least.items()]
-    return ", ".join(parts)
 
 
 def _rows(reader: Any) -> list[Row]:

@@ -63,7 +63,8 @@ METRICS_COLUMNS: Columns = (
     ("upkeep", "boolean", False),
     ("active_files", "long", False),
     ("table_bytes", "long", False),
-    # A standard queue's tenants (fair queues); nullable, so an older metrics table gains them.
+    # A standard queue's tenants (fair queues; a FIFO queue, with none, the queue's own figures);
+    # nullable, so an older metrics table gains them.
     ("noisy_groups", "long", True),
     ("quiet_visible", "long", True),
     ("quiet_in_flight", "long", True),

@@ -25,6 +25,11 @@ def test_results_become_plain_json_values(capsys):
             "delayed": 0,
             "oldest_age_seconds": 1.5,
             "awaiting_dead_letter": 0,
+            "noisy_groups": 0,
+            "quiet_visible": 0,
+            "quiet_in_flight": 0,
+            "quiet_delayed": 0,
+            "quiet_oldest_age_seconds": 0.0,
         },
         {"at": "2026-01-02T00:00:00+00:00"},
     ]

@@ -5,6 +5,7 @@ then the native engine on real tables (threads included) and boto3 through the e
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 
@@ -13,7 +14,7 @@ import pytest
 from sparkqueue import Broker, Queue
 from sparkqueue.endpoint import SqsEndpoint
 from sparkqueue.engine.messages import claim, tenants
-from sparkqueue.limits import RECENT_WEIGHT
+from sparkqueue.limits import RECENT_SECONDS
 from sparkqueue.rules.fairness import TenantView, judge
 from tests.raw_http import sqs_client
 from tests.unit.endpoint_stub import KEYS
@@ -46,22 +47,28 @@ def bodies(messages) -> list[str]:
     ],
 )
 def test_a_tenant_is_noisy_above_a_tenth_of_the_in_flight_with_thirty_of_its_own(in_flight, noisy):
-    assert judge(in_flight, {}, TenantView())[0] == noisy
+    assert judge(in_flight, {}, TenantView(), None)[0] == noisy
 
 
 def test_a_tenant_with_a_backlog_is_noisy_by_its_recent_share_of_the_consumers_time():
     before = TenantView(shares=(("a", 0.3),))
-    noisy, shares = judge({"a": 5, None: 10}, {"a": 3}, before)  # 5 in flight: a third
+    noisy, shares = judge({"a": 10, None: 20}, {"a": 3}, before, 1.0)  # a third, a second on
     assert noisy == ("a",)
-    assert shares["a"] == pytest.approx((1 - RECENT_WEIGHT) * 0.3 + RECENT_WEIGHT * 5 / 15)
-    assert judge({"a": 5, None: 10}, {}, before)[0] == ()  # nothing waiting: nothing held back
-    assert judge({"a": 1, None: 99}, {"a": 3}, TenantView())[0] == ()  # a small share
+    weight = 1 - math.exp(-1.0 / RECENT_SECONDS)
+    assert shares["a"] == pytest.approx((1 - weight) * 0.3 + weight / 3)
+    assert judge({"a": 10, None: 20}, {}, before, 1.0)[0] == ()  # nothing waiting: not held back
+    assert judge({"a": 1, None: 99}, {"a": 3}, TenantView(), None)[0] == ()  # a small share
+    assert judge({"a": 1}, {"a": 3}, TenantView(), None)[0] == ()  # one in flight in all: no share
+    stale = TenantView(shares=(("a", 1.0),))  # counted an hour ago: nothing of it is recent
+    assert judge({"a": 0, None: 40}, {"a": 3}, stale, 3600.0)[0] == ()
 
 
-def test_a_noisy_tenant_stays_noisy_until_its_backlog_is_gone():
-    before = TenantView(noisy=("a",))
-    assert judge({"a": 0, "b": 40}, {"a": 3}, before)[0] == ("a", "b")
-    assert judge({"a": 0, "b": 40}, {"a": 0}, before)[0] == ("b",)
+def test_a_noisy_tenant_stays_noisy_while_its_backlog_and_some_of_its_share_last():
+    before = TenantView(noisy=("a",), shares=(("a", 0.08),))
+    assert judge({"a": 3, "b": 40}, {"a": 3}, before, 1.0)[0] == ("a", "b")
+    assert judge({"a": 3, "b": 40}, {"a": 0}, before, 1.0)[0] == ("b",)  # no backlog
+    starved = TenantView(noisy=("a",), shares=(("a", 0.04),))  # under half a tenth
+    assert judge({"a": 0, "b": 40}, {"a": 3}, starved, 1.0)[0] == ("b",)
 
 
 def test_quiet_tenants_are_served_before_a_noisy_tenants_older_backlog(broker):
@@ -84,16 +91,17 @@ def test_quiet_tenants_are_served_before_a_noisy_tenants_older_backlog(broker):
 
 def test_a_tenant_alone_is_noisy_and_still_gets_full_receives(broker):
     queue = broker.create_queue("work", visibility_timeout=600)
-    send(queue, "a", 40)
+    send(queue, "a", 50)
     assert len(queue.receive(10)) == 10  # the first receive meets the tenant
-    assert len(queue.receive(10)) == 10  # the second counts it: all the consumers' time
+    assert len(queue.receive(20)) == 20  # 30 in flight, all of them its own
     assert queue.stats().noisy_groups == 1
     assert len(queue.receive(20)) == 20  # alone in the backlog, it gets full receives
     assert queue.stats().visible == 0
 
 
-def test_noisy_tenants_with_the_fewest_in_flight_come_first(broker):
-    queue = broker.create_queue("work", visibility_timeout=600)
+def test_of_several_noisy_tenants_the_least_busy_comes_first(broker):
+    """Within the shard a receive reads (all of them here: one shard), after the quiet ones."""
+    queue = broker.create_queue("work", visibility_timeout=600, shards=1)
     send(queue, "big", 60)
     assert len(queue.receive(60)) == 60
     send(queue, "small", 40)
@@ -114,6 +122,23 @@ def test_a_quiet_message_older_than_the_newest_files_is_still_found(broker, cloc
     assert all(body.startswith("loud-") for body in bodies(queue.receive(40)))
     queue.change_visibility(early.receipt_handle, 0)
     assert bodies(queue.receive(1)) == ["early-0"]  # quiet, though far older than the flood
+
+
+def test_a_quiet_message_visible_again_since_the_count_is_received_before_the_next(
+    broker, clock, monkeypatch
+):
+    """Counted while it was in flight, it is older than the ids the quiet read looks at; with no
+    noisy message visible either, the receive still finds it rather than answer nothing."""
+    queue = broker.create_queue("work")
+    send(queue, "loud", 40)
+    assert len(queue.receive(40, visibility_timeout=7200)) == 40
+    send(queue, "calm", 1)
+    assert bodies(queue.receive(1, visibility_timeout=5)) == ["calm-0"]
+    clock.advance(4)
+    assert queue.receive(1) == []  # counted: calm in flight, loud noisy
+    monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 3600.0)  # no count until the end
+    clock.advance(2)  # calm is visible again
+    assert bodies(queue.receive(1)) == ["calm-0"]
 
 
 def test_tenants_are_counted_only_on_a_queue_whose_messages_carry_groups(broker, monkeypatch):

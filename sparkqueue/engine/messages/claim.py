@@ -19,7 +19,7 @@ from ...limits import DEEP_SHARD_ROWS, QUIET_LOOKBACK
 from ...model import Message
 from ...rules import handles
 from ...rules.expr import Call, Expr, any_of, coalesce, col, lit, null, when
-from ...rules.fairness import TenantView, judge
+from ...rules.fairness import TenantView, judge, tenant_counts
 from ...rules.ids import first_id_at
 from ...store.registry import QueueRecord
 from ...store.statements import Row, Tables
@@ -88,11 +88,11 @@ def count_in_flight(ctx: QueueContext, record: QueueRecord, now: datetime) -> in
 
 
 def count_tenants(
-    ctx: QueueContext, record: QueueRecord, now: datetime, before: TenantView
+    ctx: QueueContext, record: QueueRecord, now: datetime, before: TenantView, elapsed: float | None
 ) -> TenantView:
     """One grouped scan: each tenant's messages in flight and visible (which tenants are noisy,
-    after the view `before`) and each quiet tenant's oldest claimable message (where a receive
-    looks for quiet ones)."""
+    after the view `before` counted `elapsed` seconds ago) and each quiet tenant's oldest
+    claimable message (where a receive looks for quiet ones)."""
     visible = claimable(now, record.attributes)
     groups = ctx.tables.aggregate_by(
         record.location,
@@ -100,11 +100,7 @@ def count_tenants(
         {"in_flight": in_flight(now), "visible": visible},
         {"oldest": when([(visible, col("message_id"))], null("string"))},
     )
-    noisy, shares = judge(
-        {group: row["in_flight"] for group, row in groups.items()},
-        {group: row["visible"] for group, row in groups.items()},
-        before,
-    )
+    noisy, shares = judge(*tenant_counts(groups), before, elapsed)
     quiet = [row for group, row in groups.items() if group not in noisy]
     recent = first_id_at(to_micros(now - QUIET_LOOKBACK))
     return TenantView(
@@ -116,11 +112,11 @@ def count_tenants(
 
 
 def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: int) -> list[Row]:
-    """Visible messages to try, oldest first: quiet tenants' first while some tenant is noisy
-    (rules/fairness.py), then those of one random shard, topped up from the others when it holds
-    too few. Receivers of different brokers then rarely collide (callers of one broker share
-    rounds and never do), and a read touches one shard's files: on object storage every file is
-    a request (a shallow queue filled by `send_df` holds two per shard).
+    """Visible messages to try, oldest first: those of one random shard, topped up from the
+    others when it holds too few; while some tenant is noisy, quiet tenants' first, read so too
+    (rules/fairness.py). Receivers of different brokers then rarely collide (callers of one
+    broker share rounds and never do), and a read touches one shard's files: on object storage
+    every file is a request (a shallow queue filled by `send_df` holds two per shard).
 
     On a shallow queue the shard's oldest rows are read. On a deep one (one shard held
     DEEP_SHARD_ROWS more than wanted at the broker's last look: `QueueContext.depths`) the read
@@ -132,40 +128,51 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     if attrs.fifo:  # group prefixes, groups in an order of this receive's own
         return fifo_ops.candidates(ctx, record, now, wanted, COLLECTED)
     visible = claimable(now, attrs)
-    tenants = ctx.tenants.of(location, lambda before: count_tenants(ctx, record, now, before))
+    tenants = ctx.tenants.of(location, lambda *last: count_tenants(ctx, record, now, *last))
+    fair = bool(tenants.noisy) and tenants.others
+    rank = tenants.rank() if len(tenants.noisy) > 1 else None  # several noisy: least busy first
     with tables.snapshot(location) as at:  # every read alike, the table opened once
         found: list[Row] = []
-        if tenants.noisy and tenants.others:  # quiet tenants' first (every shard), then the rest
+        if fair:  # quiet tenants' first, among the ids the count bounds (TenantView)
             quiet = visible & tenants.quiet_candidates()
-            found = tables.select(
-                location, COLLECTED, quiet, order_by=["message_id"], limit=wanted, at=at
-            )
-            visible = visible & ~tenants.quiet()
-        if len(found) < wanted:
-            found += _from_shards(ctx, record, visible, wanted - len(found), tenants, at)
+            found = _from_shards(ctx, record, quiet, wanted, at, oldest_first=True)
+        if len(found) < wanted:  # then the rest: while fair, the noisy tenants'
+            rest = visible & ~tenants.quiet() if fair else visible
+            found += _from_shards(ctx, record, rest, wanted - len(found), at, rank)
+        if fair and len(found) < wanted:  # a quiet message below the bound (released since)
+            older = visible & tenants.quiet() & ~tenants.quiet_candidates()
+            found += _from_shards(ctx, record, older, wanted - len(found), at, oldest_first=True)
     if any(row["group_id"] is not None for row in found):  # tenants to count (tenants.py)
         ctx.tenants.saw_groups(location)
     return sorted(found, key=lambda row: row["message_id"])  # ids sort by send time: oldest first
 
 
 def _from_shards(
-    ctx: QueueContext, record: QueueRecord, visible: Expr, wanted: int, tenants: TenantView, at: Any
+    ctx: QueueContext,
+    record: QueueRecord,
+    rows: Expr,
+    wanted: int,
+    at: Any,
+    rank: Expr | None = None,
+    *,
+    oldest_first: bool = False,
 ) -> list[Row]:
-    """`wanted` of the `visible` rows: one random shard's first, then the others' (see
-    `candidates`); the least busy noisy tenants first."""
+    """`wanted` of `rows`: one random shard's first, then the others' (see `candidates`). By
+    the depth rule (and then whether the queue is deep is looked at again): the oldest first,
+    after `rank` when given, or on a deep queue as the shard holds them; or `oldest_first`."""
     attrs, tables, location = record.attributes, ctx.tables_for(record), record.location
     first = random.randrange(attrs.shards)
-    in_first, others = visible & (col("shard") == first), visible & (col("shard") != first)
+    in_first, others = rows & (col("shard") == first), rows & (col("shard") != first)
     depths = ctx.depths
-    deep = depths.is_deep(location)
-    order: list[str | Expr] = [] if deep else ["message_id"]
-    if len(tenants.noisy) > 1:
-        order = [tenants.rank(), "message_id"]
+    deep = depths.is_deep(location) and not oldest_first
+    order: list[str | Expr] = [] if deep else [*([rank] if rank is not None else []), "message_id"]
     found = tables.select(location, COLLECTED, in_first, order_by=order, limit=wanted, at=at)
     from_first = len(found)
     if from_first < wanted and attrs.shards > 1:
         rest = wanted - from_first
         found += tables.select(location, COLLECTED, others, order_by=order, limit=rest, at=at)
+    if oldest_first:
+        return found
     if deep and from_first < wanted:
         depths.mark(location, False)
     elif not deep and from_first == wanted and depths.due(location):  # has it grown deep?

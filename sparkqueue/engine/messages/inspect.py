@@ -8,7 +8,7 @@ from typing import Any
 from ...clock import to_micros
 from ...model import PEEK_FIELDS, QueueStats
 from ...rules.expr import col, micros, null, when
-from ...rules.fairness import judge
+from ...rules.fairness import judge, tenant_counts
 from ...store.registry import QueueRecord
 from ...store.statements import Row
 from ..conditions import alive, awaiting_dead_letter, claimable, due, is_message
@@ -39,11 +39,7 @@ def stats(ctx: QueueContext, record: QueueRecord) -> QueueStats:
         quiet = row
     else:
         groups = ctx.tables.aggregate_by(record.location, "group_id", counts, oldest)
-        noisy, _ = judge(
-            {group: found["in_flight"] for group, found in groups.items()},
-            {group: found["visible"] for group, found in groups.items()},
-            ctx.tenants.last(record.location),
-        )
+        noisy, _ = judge(*tenant_counts(groups), *ctx.tenants.last(record.location))
         row = _summed(list(groups.values()))
         quiet = _summed([found for group, found in groups.items() if group not in noisy])
     return QueueStats(

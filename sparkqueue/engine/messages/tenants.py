@@ -35,28 +35,36 @@ class TenantViews:
         with self._lock:
             self._grouped.add(location)
 
-    def of(self, location: str, count: Callable[[TenantView], TenantView]) -> TenantView:
-        """The queue's view, counted by `count` from the last one when due (none known yet: no
-        tenant is noisy while the first count runs)."""
+    def of(
+        self, location: str, count: Callable[[TenantView, float | None], TenantView]
+    ) -> TenantView:
+        """The queue's view, counted by `count(last view, seconds since it was counted)` when
+        due (none known yet: no tenant is noisy while the first count runs)."""
         with self._lock:
             view, counted_at = self._views.get(location, (TenantView(), None))
-            due = counted_at is None or self._clock() - counted_at >= TENANT_RECOUNT_SECONDS
+            elapsed = None if counted_at is None else self._clock() - counted_at
+            due = elapsed is None or elapsed >= TENANT_RECOUNT_SECONDS
             wanted = bool(view.noisy) or location in self._grouped
             if not due or not wanted or location in self._counting:
                 return view
             self._counting.add(location)
             self._grouped.discard(location)
+        counted = False
         try:
-            view = count(view)
+            view = count(view, elapsed)
+            counted = True
             with self._lock:
                 self._views[location] = (view, self._clock())
         finally:
             with self._lock:
                 self._counting.discard(location)
+                if not counted:  # the next receive counts again
+                    self._grouped.add(location)
         return view
 
-    def last(self, location: str) -> TenantView:
-        """The queue's latest view, as it is (for `stats`: tenants noisy before stay so while
-        they have a backlog)."""
+    def last(self, location: str) -> tuple[TenantView, float | None]:
+        """The queue's latest view as it is, and the seconds since it was counted (for `stats`:
+        recent shares, and tenants held back before)."""
         with self._lock:
-            return self._views.get(location, (TenantView(), None))[0]
+            view, counted_at = self._views.get(location, (TenantView(), None))
+            return view, None if counted_at is None else self._clock() - counted_at
