@@ -34,7 +34,9 @@ show(
     spark.createDataFrame(
         rows,
         "queue string, visible long, in_flight long, delayed long,"
-        " oldest_age_seconds double, awaiting_dead_letter long",
+        " oldest_age_seconds double, awaiting_dead_letter long, noisy_groups long,"
+        " quiet_visible long, quiet_in_flight long, quiet_delayed long,"
+        " quiet_oldest_age_seconds double",
     )
 )
 
