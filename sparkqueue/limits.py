@@ -53,6 +53,8 @@ NOISY_MIN_IN_FLIGHT = 30
 # A tenant's recent share of the consumers' time is its share of the in-flight messages averaged
 # over about this long (each count weighs by the time since the one before).
 RECENT_SECONDS = 10.0
+# A count with fewer messages in flight in all says nothing of the tenants' shares.
+SHARE_MIN_IN_FLIGHT = 10
 
 # -- queue defaults (SQS's) -------------------------------------------------------------------------
 DEFAULT_VISIBILITY_SECONDS = 30

@@ -7,7 +7,7 @@ measures, and so does this rule, from each tenant's messages in flight at each c
 - processing time: its recent share of the consumers' time is more than NOISY_SHARE while it has
   a backlog. A message's time in flight is consumer time, so the share is its share of the
   in-flight messages, averaged over the last RECENT_SECONDS (by time, however often counted; a
-  tenant first met: its share then). A count with fewer than NOISY_MIN_IN_FLIGHT in flight in all
+  tenant first met: its share then). A count with fewer than SHARE_MIN_IN_FLIGHT in flight in all
   says nothing of shares (one message of one in flight is no tenant's "all"): it counts as 0.
 A noisy tenant stays noisy while it has a backlog and more than half of NOISY_SHARE of recent
 time (SQS: "until its shares drop to levels comparable with the quiet tenants"): held back, its
@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..limits import NOISY_MIN_IN_FLIGHT, NOISY_SHARE, RECENT_SECONDS
+from ..limits import NOISY_MIN_IN_FLIGHT, NOISY_SHARE, RECENT_SECONDS, SHARE_MIN_IN_FLIGHT
 from .expr import Expr, col, lit, when
 
 Counts = Mapping[str | None, int]  # per group (None: the messages without one)
@@ -56,7 +56,7 @@ def judge(
     noisy = []
     for group in groups:
         count, waiting = in_flight.get(group, 0), backlog.get(group, 0)
-        now = count / total if total >= NOISY_MIN_IN_FLIGHT else 0.0
+        now = count / total if total >= SHARE_MIN_IN_FLIGHT else 0.0
         recent = (1 - weight) * earlier[group] + weight * now if group in earlier else now
         if count or recent >= FORGOTTEN_SHARE:
             shares[group] = recent
@@ -76,9 +76,10 @@ class TenantView:
 
     noisy: tuple[str, ...] = ()
     quiet_from: str = ""
-    # Whether the count found any other tenant's message (visible or in flight): if not, a
-    # receive looks for none until the next count (a tenant alone costs nothing more).
-    others: bool = False
+    # Whether the count found a noisy tenant's message visible and any other tenant's message
+    # (visible or in flight): if not, a receive reads as if none were noisy until the next count
+    # (a tenant alone, or one whose consumers keep up, costs nothing more).
+    contended: bool = False
     shares: tuple[tuple[str, float], ...] = ()  # each tenant's recent share (see `judge`)
 
     def quiet(self) -> Expr:

@@ -31,6 +31,7 @@ from ..fifo import operations as fifo_ops
 COLLECTED = ("shard", "message_id", "body", "attributes", "group_id", "deduplication_id",
              "sequence_number", "receive_count", "attribute_types", "sent_at",
              "first_received_at", "moved_from")  # fmt: skip
+ORDER = ("message_id",)  # oldest first: ids sort by send time
 
 
 def claim(
@@ -106,7 +107,8 @@ def count_tenants(
     return TenantView(
         noisy,
         quiet_from=min([recent, *filter(None, (row["oldest"] for row in quiet))]),
-        others=any(row["in_flight"] or row["visible"] for row in quiet),
+        contended=any(row["in_flight"] or row["visible"] for row in quiet)
+        and any(groups[group]["visible"] for group in noisy),
         shares=tuple(sorted(shares.items())),
     )
 
@@ -129,50 +131,42 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
         return fifo_ops.candidates(ctx, record, now, wanted, COLLECTED)
     visible = claimable(now, attrs)
     tenants = ctx.tenants.of(location, lambda *last: count_tenants(ctx, record, now, *last))
-    fair = bool(tenants.noisy) and tenants.others
+    fair = tenants.contended  # some tenant noisy, with a backlog, beside others
     rank = tenants.rank() if len(tenants.noisy) > 1 else None  # several noisy: least busy first
     with tables.snapshot(location) as at:  # every read alike, the table opened once
         found: list[Row] = []
-        if fair:  # quiet tenants' first, among the ids the count bounds (TenantView)
+        if fair:  # quiet tenants' first, from every shard, among the ids the count bounds
             quiet = visible & tenants.quiet_candidates()
-            found = _from_shards(ctx, record, quiet, wanted, at, oldest_first=True)
+            found = tables.select(location, COLLECTED, quiet, order_by=ORDER, limit=wanted, at=at)
         if len(found) < wanted:  # then the rest: while fair, the noisy tenants'
             rest = visible & ~tenants.quiet() if fair else visible
             found += _from_shards(ctx, record, rest, wanted - len(found), at, rank)
         if fair and len(found) < wanted:  # a quiet message below the bound (released since)
             older = visible & tenants.quiet() & ~tenants.quiet_candidates()
-            found += _from_shards(ctx, record, older, wanted - len(found), at, oldest_first=True)
+            rest = wanted - len(found)
+            found += tables.select(location, COLLECTED, older, order_by=ORDER, limit=rest, at=at)
     if any(row["group_id"] is not None for row in found):  # tenants to count (tenants.py)
         ctx.tenants.saw_groups(location)
-    return sorted(found, key=lambda row: row["message_id"])  # ids sort by send time: oldest first
+    return sorted(found, key=lambda row: row["message_id"])  # oldest first (ORDER)
 
 
 def _from_shards(
-    ctx: QueueContext,
-    record: QueueRecord,
-    rows: Expr,
-    wanted: int,
-    at: Any,
-    rank: Expr | None = None,
-    *,
-    oldest_first: bool = False,
+    ctx: QueueContext, record: QueueRecord, rows: Expr, wanted: int, at: Any, rank: Expr | None
 ) -> list[Row]:
-    """`wanted` of `rows`: one random shard's first, then the others' (see `candidates`). By
-    the depth rule (and then whether the queue is deep is looked at again): the oldest first,
-    after `rank` when given, or on a deep queue as the shard holds them; or `oldest_first`."""
+    """`wanted` of `rows`: one random shard's first, then the others' (see `candidates`), the
+    oldest first (after `rank` when given) or on a deep queue as the shard holds them; then
+    whether the queue is deep is looked at again."""
     attrs, tables, location = record.attributes, ctx.tables_for(record), record.location
     first = random.randrange(attrs.shards)
     in_first, others = rows & (col("shard") == first), rows & (col("shard") != first)
     depths = ctx.depths
-    deep = depths.is_deep(location) and not oldest_first
-    order: list[str | Expr] = [] if deep else [*([rank] if rank is not None else []), "message_id"]
+    deep = depths.is_deep(location)
+    order: list[str | Expr] = [] if deep else [*([rank] if rank is not None else []), *ORDER]
     found = tables.select(location, COLLECTED, in_first, order_by=order, limit=wanted, at=at)
     from_first = len(found)
     if from_first < wanted and attrs.shards > 1:
         rest = wanted - from_first
         found += tables.select(location, COLLECTED, others, order_by=order, limit=rest, at=at)
-    if oldest_first:
-        return found
     if deep and from_first < wanted:
         depths.mark(location, False)
     elif not deep and from_first == wanted and depths.due(location):  # has it grown deep?
