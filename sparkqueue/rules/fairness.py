@@ -69,8 +69,8 @@ def judge(
 
 @dataclass(frozen=True)
 class TenantView:
-    """What a receive knows of a queue's tenants at the last count: the noisy ones (least busy
-    flight first), and the least id a quiet tenant's claimable message had (or the ids of
+    """What a receive knows of a queue's tenants at the last count: the noisy ones (the least
+    busy first), and the least id a quiet tenant's claimable message had (or the ids of
     messages sent since shortly before then: newer ones), so that the read of quiet messages
     skips every file of older ids by its statistics."""
 

@@ -157,6 +157,9 @@ def test_tenants_are_counted_only_on_a_queue_whose_messages_carry_groups(broker,
 
 
 def test_threads_on_a_fair_queue_take_every_message_once(broker):
+    """Two brokers' threads (each broker counts its own tenants and reads quiet messages from
+    every shard, so they meet on the same ones), beside a producer of quiet tenants."""
+    other = Broker(None, broker.root, clock=broker.context.clock)
     queue = broker.create_queue("work", visibility_timeout=600)
     send(queue, "loud", 120)
     sent = [f"loud-{i}" for i in range(120)]
@@ -164,8 +167,8 @@ def test_threads_on_a_fair_queue_take_every_message_once(broker):
     lock = threading.Lock()
     stop = threading.Event()
 
-    def consume() -> None:
-        mine = broker.get_queue("work")
+    def consume(owner: Broker) -> None:
+        mine = owner.get_queue("work")
         while not stop.is_set():
             got = mine.receive(10)
             with lock:
@@ -180,7 +183,9 @@ def test_threads_on_a_fair_queue_take_every_message_once(broker):
             with lock:
                 sent.extend(f"{group}-{round_}-{i}" for i in range(5))
 
-    consumers = [threading.Thread(target=consume) for _ in range(4)]
+    consumers = [
+        threading.Thread(target=consume, args=(b,)) for b in (broker, broker, other, other)
+    ]
     producer = threading.Thread(target=produce)
     for thread in [*consumers, producer]:
         thread.start()
