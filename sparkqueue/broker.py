@@ -56,12 +56,14 @@ class Broker:
     need a session.
 
     On object storage the native engine takes its credentials from `storage_options` (delta-rs's
-    keys, e.g. AWS_ENDPOINT_URL) or the environment. On S3 both engines share a root when the
-    session commits with conditional puts, as `spark_session(storage_options=...)` sets it up:
-    "auto" is then native for the per-message operations and Spark for DataFrames and the
-    redrive job. With another session (Delta's default S3 log store, or on gs:// and abfss://
-    roots) one engine writes a root: "auto" is Spark's when a session is given and native
-    without one (`Broker(None, root)`).
+    keys, e.g. AWS_ENDPOINT_URL) or the environment. On S3 and Azure both engines share a root
+    when the store refuses a second writer of a version from either: on S3 when the session
+    commits with conditional puts, as `spark_session(storage_options=...)` sets it up; on
+    `abfs(s)://container@account.dfs.core.windows.net/...` roots with Delta's default log
+    store. "auto" is then native for the per-message operations and Spark for DataFrames and
+    the redrive job. With another session (Delta's default S3 log store, or on gs:// roots) one
+    engine writes a root: "auto" is Spark's when a session is given and native without one
+    (`Broker(None, root)`).
     """
 
     def __init__(
@@ -263,8 +265,11 @@ def _native_tables(
 ) -> NativeTables | None:
     """The native engine wherever it can write the root: the broker's engine where it is chosen
     (or "auto"), and under an explicit "spark" still the writer of the FIFO tables it numbers on a
-    local root. On object storage a broker with a Spark session keeps to Spark: nothing there
-    would make the two engines' commits take turns, as the commit lock does on a local disk."""
+    local root. On object storage a broker with a Spark session shares the root only where the
+    store itself refuses a second writer of a version from either engine (S3 with the
+    conditional log store, Azure with Delta's renaming one); elsewhere it keeps to Spark, since
+    nothing there would make the two engines' commits take turns, as the commit lock does on a
+    local disk."""
     from .store.native_tables import NativeTables
     from .store.spark_s3 import check_shared_options, session_commits_conditionally
     from .store.tables import is_native_root
@@ -280,13 +285,14 @@ def _native_tables(
     assert isinstance(layout, PathLayout)
     if storage is not None and layout.object_store:
         if session_commits_conditionally(storage.spark, layout.uri):
-            check_shared_options(storage_options)
+            check_shared_options(storage_options, layout.uri)
         elif engine == "native" or storage_options:
             raise InvalidParameterValue(
                 f"this Spark session's Delta log store for {layout} does not commit with"
                 " conditional puts, so its commits and the native engine's could overwrite"
                 " each other there; start the session with sparkqueue.spark_session("
-                "storage_options=...) (S3), or use Broker(None, root, storage_options=...)"
+                "storage_options=...) (S3; on Azure, an abfss:// root with Delta's default log"
+                " store), or use Broker(None, root, storage_options=...)"
                 " for the native engine alone, or engine='spark' without storage_options"
             )
         else:

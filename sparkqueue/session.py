@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .datasource import register
-from .store.spark_s3 import S3_EXCLUDES, S3_PACKAGES, log_store_jar, s3_settings
+from .store.spark_azure import AZURE_PACKAGES, azure_settings
+from .store.spark_s3 import S3_EXCLUDES, S3_PACKAGES, log_store_jar, names_aws, s3_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -69,9 +70,11 @@ def spark_session(storage_options: Mapping[str, str] | None = None, **conf: str)
     a local one.
 
     `storage_options` (delta-rs's keys, as a Broker takes them; `{}` for the environment's) also
-    sets the local session up for S3: Hadoop's S3A client from the same endpoint, keys and
-    region, and a Delta log store whose commits are conditional puts, so that this session and
-    the native engine may write one queue on S3 at once (see docs/how-it-works.md)."""
+    sets the local session up for object storage, so that this session and the native engine
+    may write one queue there at once (see docs/how-it-works.md): on S3, Hadoop's S3A client from
+    the same endpoint, keys and region, and a Delta log store whose commits are conditional
+    puts; on Azure (where an account is named), Hadoop's ABFS client from the same account,
+    credentials and endpoint."""
     spark = _session(storage_options, conf)
     register(spark)  # the "sparkqueue" data source
     return spark
@@ -100,10 +103,15 @@ def _session(storage_options: Mapping[str, str] | None, conf: Mapping[str, str])
     )
     ivy_dir = Path(conf.get("spark.jars.ivy") or settings.get("spark.jars.ivy") or DEFAULT_IVY_DIR)
     if storage_options is not None:
-        settings.update(s3_settings(storage_options))
-        _add(settings, "spark.jars.packages", *S3_PACKAGES)
-        _add(settings, "spark.jars.excludes", *S3_EXCLUDES)
-        _add(settings, "spark.jars", str(log_store_jar(ivy_dir)))
+        azure = azure_settings(storage_options)
+        if azure:  # an Azure account is named: Hadoop's ABFS client
+            settings.update(azure)
+            _add(settings, "spark.jars.packages", *AZURE_PACKAGES)
+        if not azure or names_aws(storage_options):  # S3A and the conditional log store
+            settings.update(s3_settings(storage_options))
+            _add(settings, "spark.jars.packages", *S3_PACKAGES)
+            _add(settings, "spark.jars.excludes", *S3_EXCLUDES)
+            _add(settings, "spark.jars", str(log_store_jar(ivy_dir)))
     settings.update({key: str(value) for key, value in conf.items()})
     builder = SparkSession.builder
     for key, value in settings.items():

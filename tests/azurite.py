@@ -1,7 +1,7 @@
 """An Azure Blob Storage API for tests: Azurite (Microsoft's emulator, from the npm registry,
 installed on first use under ~/.cache/sparkqueue), run as a process of its own. delta-rs speaks to
-it as to Azure (`az://container/...`, the emulator's well-known account). Azurite serves the Blob
-API, not ADLS Gen2's DFS API, so Hadoop's ABFS client (Spark's `abfss://`) cannot use it."""
+it as to Azure (`az://container/...`, the emulator's well-known account), and so does Spark's
+ABFS client (Hadoop 3.5's, through the Blob endpoint: Azurite has no ADLS Gen2 DFS API)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,10 @@ class AzureServer:
             "AZURITE_BLOB_STORAGE_URL": self.url,
         }
 
-    def new_container(self) -> str:
-        """A fresh, empty container; its az:// URI."""
+    def new_container(self, form: str = "az") -> str:
+        """A fresh, empty container; its URI in delta-rs's `az://container` form, or with
+        `form="abfs"` in the `abfs://container@account.dfs.core.windows.net` form that Spark's
+        ABFS client reads too (plain HTTP, as Azurite serves it)."""
         from azure.storage.blob import BlobServiceClient
 
         name = f"sparkqueue-{uuid.uuid4().hex[:12]}"
@@ -49,7 +51,7 @@ class AzureServer:
             f"BlobEndpoint={self.url}/{ACCOUNT};"
         )
         BlobServiceClient.from_connection_string(connection).create_container(name)
-        return f"az://{name}"
+        return f"abfs://{name}@{ACCOUNT}.dfs.core.windows.net" if form == "abfs" else f"az://{name}"
 
 
 def installed() -> Path:

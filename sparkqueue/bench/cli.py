@@ -30,9 +30,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--object-store",
         metavar="URI",
-        help="also run the per-message scenarios natively under this root (s3://bucket/prefix;"
-        " credentials from the environment, as delta-rs reads them), and on S3 the shared"
-        " scenario: a Spark-session broker's receives and consumers beside Spark's send_df",
+        help="also run the per-message scenarios natively under this root (s3://bucket/prefix,"
+        " abfss://container@account.dfs.core.windows.net/prefix; credentials from the"
+        " environment, as delta-rs reads them), and there the shared scenario: a"
+        " Spark-session broker's receives and consumers beside Spark's send_df",
     )
     parser.add_argument("--out", default="bench-results", help="folder for bench.json/png")
     parser.add_argument(

@@ -274,10 +274,11 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append((f"console p50: {' / '.join(results['console'])}", f"{pages} ms", "< 200 ms"))
     if "shared" in results:
         shared = results["shared"]
+        store = shared["store"]
         receive = f"{shared['latency']['receive_p50_ms']:.0f} ms"
-        rows.append(("receive(1) p50, Spark-session broker on S3", receive, "<= 300 ms"))
+        rows.append((f"receive(1) p50, Spark-session broker on {store}", receive, "<= 300 ms"))
         kept = f"{shared['beside_spark']['per_s']:.1f} msg/s ({shared['kept']:.0%})"
-        rows.append(("4 consumers beside Spark's send_df on S3", kept, ">= 50% of alone"))
+        rows.append((f"4 consumers beside Spark's send_df on {store}", kept, ">= 50% of alone"))
     for cell in results.get("scaling", []):
         where = f"{cell['threads']} threads x {cell['processes']} processes"
         figure = f"{cell['per_s']:,.0f} msg/s, {cell['duplicates']} twice"

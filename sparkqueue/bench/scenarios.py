@@ -237,8 +237,8 @@ def run(
 ) -> dict[str, Any]:
     """The scenarios; the per-message ones once per engine, each on a root of its own, one
     after the other in this one run (so their figures compare: an A/B on one machine), and
-    with `object_store` (an s3://... root) once more there, natively (no Spark: no worker loop,
-    no simulated day). `pgmq_dsn`: the peers scenario's PostgreSQL with PGMQ (never recorded)."""
+    with `object_store` (an s3:// or abfss:// root) once more there, natively (no Spark: no
+    worker loop, no simulated day). `pgmq_dsn`: the peers scenario's PostgreSQL with PGMQ (never recorded)."""
     results: dict[str, Any] = {"sizes": asdict(sizes)}
     if "bulk" in scenarios:
         results["bulk"] = bulk(Broker(spark, root), sizes)
@@ -256,7 +256,10 @@ def run(
             if session_commits_conditionally(spark, object_store):  # both engines on one root
                 beside = Broker(spark, f"{broker.root}-shared", storage_options={})
                 figures = latency(beside, sizes)
-                results["shared"] = shared(beside, sizes.load_seconds, sizes.consumers, figures)
+                results["shared"] = {
+                    **shared(beside, sizes.load_seconds, sizes.consumers, figures),
+                    "store": object_store.split(":", 1)[0],
+                }
     if "redrive" in scenarios:
         results["redrive"] = redrive(spark, f"{root}/redrive", sizes)
     if "console" in scenarios:

@@ -1,9 +1,11 @@
 """Both engines on one object-storage root: a broker with a Spark session that commits
 conditionally (`spark_session(storage_options=...)`) serves the per-message operations natively
 while Spark sends DataFrames to the same queue. It runs with the per-message scenarios on an S3
-root whose session commits conditionally:
+or Azure root whose session commits conditionally:
 
     python -m sparkqueue.bench --engine native --only latency --object-store s3://bucket/prefix
+    python -m sparkqueue.bench --engine native --only latency \
+        --object-store abfss://container@account.dfs.core.windows.net/prefix
 """
 
 from __future__ import annotations

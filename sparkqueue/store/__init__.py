@@ -11,7 +11,8 @@
 - Spark: spark_tables.py (the same interface on a session), storage.py (reads, appends and
   tables through an explicit session), dml.py and classic.py (MERGE/UPDATE/DELETE with row
   counts on classic and Connect sessions), spark_exprs.py (the rules as Columns), sql.py (the
-  only Spark SQL text), spark_schema.py, spark_s3.py (the conditional-put log store's settings).
+  only Spark SQL text), spark_schema.py, spark_s3.py (the conditional-put log store's settings),
+  spark_azure.py (the ABFS client's settings).
 - Shared by both: schema.py (columns and table properties), tables.py (a root's paths or a
   catalog schema's names), transactions.py (one operation retried on commit conflicts),
   locking.py (the commit lock of a local root), logtrim.py (trimming a local `_delta_log`),

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidParameterValue
+from .spark_azure import AZURE_SCHEMES, renames_conditionally
 
 LOG_STORE_CLASS = "org.sparkqueue.storage.ConditionalS3LogStore"
 LOG_STORE_SOURCE = Path(__file__).parent.parent / "jvm" / "ConditionalS3LogStore.java"
@@ -85,22 +86,32 @@ def s3_settings(storage_options: Mapping[str, str] | None) -> dict[str, str]:
     return settings
 
 
+def names_aws(storage_options: Mapping[str, str] | None) -> bool:
+    """Whether delta-rs's AWS keys are given or in the environment (an S3 store may be meant)."""
+    given = (str(key).upper() for key in (storage_options or {}))
+    return any(key.startswith("AWS_") for key in (*given, *os.environ))
+
+
 def session_commits_conditionally(spark: Any, uri: str) -> bool:
-    """Whether this Spark session commits tables under `uri` with conditional puts (then the
-    native engine may commit beside it there). Read from the Spark context's settings, which Delta
-    chooses its log store by; a Spark Connect session's server is out of sight: never."""
+    """Whether this Spark session commits tables under `uri` so that the store refuses a second
+    writer of a version (then the native engine may commit beside it there). Read from the Spark
+    context's settings, which Delta chooses its log store by; a Spark Connect session's server is
+    out of sight: never."""
     if type(spark).__module__.startswith("pyspark.sql.connect"):
         return False
     from .classic import context_setting
 
     scheme = uri.split(":", 1)[0]
-    conf = {key: context_setting(spark, key) for key in log_store_keys(scheme)}
-    return commits_conditionally(conf, scheme)
+    keys = (*log_store_keys(scheme), file_system_key(scheme))
+    return commits_conditionally({key: context_setting(spark, key) for key in keys}, scheme)
 
 
-def check_shared_options(storage_options: Mapping[str, str] | None) -> None:
+def check_shared_options(storage_options: Mapping[str, str] | None, uri: str) -> None:
     """Refuses delta-rs settings that would make its S3 commits something other than conditional
-    puts, where Spark commits beside it (given, or in the environment, which delta-rs reads)."""
+    puts, where Spark commits beside it on S3 (given, or in the environment, which delta-rs
+    reads)."""
+    if uri.split(":", 1)[0] not in S3_SCHEMES:
+        return
     given = {key.upper(): str(value) for key, value in (storage_options or {}).items()}
     for key in UNSAFE_WITH_SPARK:
         value = given.get(key, os.environ.get(key))
@@ -113,17 +124,25 @@ def check_shared_options(storage_options: Mapping[str, str] | None) -> None:
 
 
 def log_store_keys(scheme: str) -> tuple[str, ...]:
-    """The Spark settings naming the Delta log store for `scheme://` paths, the specific first."""
-    return (f"spark.delta.logStore.{scheme}.impl", "spark.delta.logStore.class")
+    """The settings naming the Delta log store for `scheme://` paths, the specific first, each
+    with Spark's prefix and without (Delta reads both)."""
+    return (f"spark.delta.logStore.{scheme}.impl", f"delta.logStore.{scheme}.impl",
+            "spark.delta.logStore.class", "delta.logStore.class")  # fmt: skip
+
+
+def file_system_key(scheme: str) -> str:
+    """The Spark setting naming Hadoop's file system for `scheme://` paths."""
+    return f"spark.hadoop.fs.{scheme}.impl"
 
 
 def commits_conditionally(conf: Mapping[str, str | None], scheme: str) -> bool:
-    """Whether a session with these Delta log store settings commits `scheme://` tables with
-    conditional puts (then the native engine may commit beside it)."""
-    if scheme not in S3_SCHEMES:
-        return False
-    specific, general = log_store_keys(scheme)
-    return (conf.get(specific) or conf.get(general)) == LOG_STORE_CLASS
+    """Whether a session with these settings commits `scheme://` tables so that the store
+    refuses a second writer of a version (then the native engine may commit beside it): on S3
+    with conditional puts, on Azure with Delta's renaming log store (spark_azure.py)."""
+    log_store = next((conf[key] for key in log_store_keys(scheme) if conf.get(key)), None)
+    if scheme in AZURE_SCHEMES:
+        return renames_conditionally(log_store, conf.get(file_system_key(scheme)))
+    return scheme in S3_SCHEMES and log_store == LOG_STORE_CLASS
 
 
 def log_store_jar(ivy_dir: Path) -> Path:

@@ -40,3 +40,32 @@ def rows_table(folder, rows: list[dict]) -> str:
     path = str(folder / "t")
     write_deltalake(path, pa.Table.from_pylist(rows, arrow_schema(MESSAGE_COLUMNS)))
     return path
+
+
+def engines_through_kills(root: str, folder, storage_options: dict[str, str], seed: int):
+    """The chaos run's roles on an object-storage root both engines share (native consumer
+    processes, a Spark job of DataFrames and redrive passes, SIGKILLed at random): checks that
+    nothing was lost, sent unrecorded, handed out twice or too soon, and that both kinds worked.
+    Returns the report for the store's own checks."""
+    from sparkqueue.bench.chaos import run_chaos
+
+    report = run_chaos(
+        None,
+        root,
+        folder,
+        seconds=25,
+        consumers=2,
+        messages=100,
+        kill_every=(3.0, 6.0),
+        seed=seed,
+        min_kills=4,
+        spark_work=True,
+        storage_options=storage_options,
+    )
+    assert report.kills >= 4, report
+    assert report.lost == [] and report.unsent == [] and report.too_soon == [], report
+    assert report.doubled == [], report
+    assert report.deleted + report.left == report.sent
+    assert report.by_job > 0, report  # the Spark job sent and claimed
+    assert report.sent > 100  # and the native producer sent its 100
+    return report

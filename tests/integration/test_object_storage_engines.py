@@ -18,34 +18,16 @@ from pathlib import Path
 import pytest
 
 from sparkqueue import Broker
-from sparkqueue.bench.chaos import DEAD_LETTERS, QUEUE, run_chaos
+from sparkqueue.bench.chaos import DEAD_LETTERS, QUEUE
 from sparkqueue.errors import InvalidParameterValue
+from tests.integration.helpers import engines_through_kills
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_both_engines_share_a_queue_on_s3_through_kills(s3, tmp_path):
     root = f"{s3.new_bucket()}/queues"
-    report = run_chaos(
-        None,
-        root,
-        tmp_path / "records",
-        seconds=30,
-        consumers=2,
-        messages=100,
-        kill_every=(3.0, 6.0),
-        seed=38,
-        min_kills=4,
-        spark_work=True,
-        storage_options=s3.options,
-    )
-
-    assert report.kills >= 4, report
-    assert report.lost == [] and report.unsent == [] and report.too_soon == [], report
-    assert report.doubled == [], report
-    assert report.deleted + report.left == report.sent
-    assert report.by_job > 0, report  # the Spark job sent and claimed
-    assert report.sent > 100  # and the native producer sent its 100
+    engines_through_kills(root, tmp_path / "records", s3.options, seed=38)
 
     puts = s3.log_puts(root)
     assert puts and all(put["conditional"] for put in puts)  # both engines' commits

@@ -70,9 +70,10 @@ def test_only_the_conditional_log_store_lets_the_native_engine_commit_beside_spa
 def test_delta_rs_settings_that_change_its_s3_commits_are_refused_beside_spark(monkeypatch):
     for name in UNSAFE_WITH_SPARK:
         monkeypatch.delenv(name, raising=False)
-    check_shared_options({"AWS_REGION": "us-east-1"})
+    check_shared_options({"AWS_REGION": "us-east-1"}, "s3://b/q")
     with pytest.raises(InvalidParameterValue, match="AWS_S3_ALLOW_UNSAFE_RENAME"):
-        check_shared_options({"aws_s3_allow_unsafe_rename": "true"})
+        check_shared_options({"aws_s3_allow_unsafe_rename": "true"}, "s3a://b/q")
     monkeypatch.setenv("AWS_CONDITIONAL_PUT", "disabled")  # the environment counts too
     with pytest.raises(InvalidParameterValue, match="AWS_CONDITIONAL_PUT"):
-        check_shared_options({})
+        check_shared_options({}, "s3://b/q")
+    check_shared_options({}, "abfss://c@a.dfs.core.windows.net/q")  # S3's settings only on S3
