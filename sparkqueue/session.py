@@ -13,8 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .datasource import register
-from .store.spark_azure import AZURE_PACKAGES, azure_settings
-from .store.spark_s3 import S3_EXCLUDES, S3_PACKAGES, log_store_jar, names_aws, s3_settings
+from .store.spark_azure import azure_packages, azure_settings
+from .store.spark_s3 import (
+    S3_EXCLUDES,
+    S3_PACKAGES,
+    log_store_jar,
+    names_aws,
+    s3_settings,
+    spark_hadoop_version,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -106,7 +113,7 @@ def _session(storage_options: Mapping[str, str] | None, conf: Mapping[str, str])
         azure = azure_settings(storage_options)
         if azure:  # an Azure account is named: Hadoop's ABFS client
             settings.update(azure)
-            _add(settings, "spark.jars.packages", *AZURE_PACKAGES)
+            _add(settings, "spark.jars.packages", *azure_packages(spark_hadoop_version()))
         if not azure or names_aws(storage_options):  # S3A and the conditional log store
             settings.update(s3_settings(storage_options))
             _add(settings, "spark.jars.packages", *S3_PACKAGES)

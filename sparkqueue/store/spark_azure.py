@@ -17,10 +17,6 @@ from urllib.parse import urlsplit
 from ..errors import InvalidParameterValue
 
 AZURE_SCHEMES = ("abfs", "abfss")
-# Hadoop's ABFS client, of the Hadoop that Spark ships (its Blob endpoint for accounts without a
-# hierarchical namespace, and so Azurite's, is new in 3.5).
-HADOOP_AZURE_VERSION = "3.5.0"
-AZURE_PACKAGES = (f"org.apache.hadoop:hadoop-azure:{HADOOP_AZURE_VERSION}",)
 # Delta's log stores that commit by a rename that never replaces a file (its default on Azure).
 RENAMING_LOG_STORES = ("io.delta.storage.AzureLogStore",
                        "org.apache.spark.sql.delta.storage.AzureLogStore",
@@ -49,9 +45,10 @@ STOCK_FILE_SYSTEMS = ("org.apache.hadoop.fs.azurebfs.AzureBlobFileSystem",
                       "org.apache.hadoop.fs.azurebfs.SecureAzureBlobFileSystem")  # fmt: skip
 
 
-def azure_account(storage_options: Mapping[str, str] | None) -> str | None:
-    """The Azure account delta-rs's keys name (given, else in the environment), if any."""
-    return _options(storage_options).get("account")
+def azure_packages(hadoop_version: str) -> tuple[str, ...]:
+    """Hadoop's ABFS client, of the Hadoop that Spark ships (a connector must match its Hadoop;
+    the Blob endpoint, and so Azurite, needs 3.5's)."""
+    return (f"org.apache.hadoop:hadoop-azure:{hadoop_version}",)
 
 
 def azure_settings(storage_options: Mapping[str, str] | None) -> dict[str, str]:

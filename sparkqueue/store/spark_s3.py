@@ -175,20 +175,29 @@ def log_store_jar(ivy_dir: Path) -> Path:
     return jar
 
 
-def _hadoop_client_api() -> Path:
+def spark_hadoop_version() -> str:
+    """The version of the Hadoop client that pyspark ships (Hadoop's cloud connectors must match)."""
+    return _spark_hadoop_client().stem.removeprefix("hadoop-client-api-")
+
+
+def _spark_hadoop_client() -> Path:
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
     found = sorted(jars.glob("hadoop-client-api-*.jar"))
     if not found:
         raise RuntimeError(f"no hadoop-client-api jar in {jars}: is pyspark installed whole?")
-    version = found[-1].stem.removeprefix("hadoop-client-api-")
+    return found[-1]
+
+
+def _hadoop_client_api() -> Path:
+    version = spark_hadoop_version()
     if version != HADOOP_AWS_VERSION:
         raise RuntimeError(
             f"Spark's Hadoop is {version}; the S3 log store needs Hadoop {HADOOP_AWS_VERSION}'s"
             " S3A (conditional create), which pyspark 4.1 and later ship"
         )
-    return found[-1]
+    return _spark_hadoop_client()
 
 
 def _delta_storage_jar(version: str, ivy_dir: Path) -> Path:
