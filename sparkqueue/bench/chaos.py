@@ -89,7 +89,8 @@ def run_chaos(
     span; consumers and the job in turn, each once it is up), then lets the consumers drain what
     is left and checks the records. The producer runs here, on a thread, and is not killed.
     Kills need their victims up (the job's JVM is slow to start on a loaded machine): the run goes
-    on past `seconds`, up to twice as long, until it has made `min_kills`. On object storage
+    on past `seconds`, up to three times as long, until it has made `min_kills` and, with
+    `spark_work`, until a job has done a round. On object storage
     `storage_options` are the roles' environment too."""
     rng = random.Random(seed)
     broker = Broker(spark, root, storage_options=storage_options)
@@ -110,9 +111,13 @@ def run_chaos(
     sending = threading.Thread(target=produce, args=(queue, folder, messages, pace))
     sending.start()
     kills, started = 0, time.monotonic()
+    jobs = [running["job"]]  # every job process started, to know whether one has done a round
 
-    def end() -> float:  # past `seconds` only while kills are missing, up to twice as long
-        return started + (seconds if kills >= min_kills else 2 * seconds)
+    def end() -> float:
+        """Past `seconds` only while kills are missing, or with spark work while no job has done
+        a round yet (its JVM is slow to start on a loaded machine), up to three times as long."""
+        worked = not spark_work or any(_is_up(job, folder) for job in jobs)
+        return started + (seconds if kills >= min_kills and worked else 3 * seconds)
 
     while time.monotonic() < end():
         time.sleep(min(rng.uniform(*kill_every), max(0.0, end() - time.monotonic())))
@@ -129,6 +134,8 @@ def run_chaos(
         running[victim].wait()
         kills += 1
         running[victim] = _start(victim, root, folder, environment)
+        if victim == "job":
+            jobs.append(running[victim])
     sending.join()
     _drain(queue, deadline=time.monotonic() + 6 * TIMEOUT_SECONDS)
     (folder / STOP_FILE).touch()
