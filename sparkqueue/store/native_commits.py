@@ -1,15 +1,19 @@
 """How the native engine commits: with delta-rs's after-commit hooks off, a checkpoint where
-one is due, idempotent writes by app id, and the row counts delta-rs reports."""
+one is due, idempotent writes by app id, the row counts delta-rs reports, and a mark of its own
+in each commit's commitInfo, by which a commit whose answer the store lost is found again."""
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction
 
 from .statements import APP_TXN_VERSION
+from .transactions import AnswerLost, is_commit_conflict
 
 log = logging.getLogger(__name__)
 # Every write commits alone: delta-rs's own after-commit work (a checkpoint, log cleanup) would
@@ -17,6 +21,10 @@ log = logging.getLogger(__name__)
 # (see `after_commit`). Log cleanup on local roots is the redrive job's (logtrim.py).
 NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
 DEFAULT_CHECKPOINT_INTERVAL = 100  # Delta's, for a table that does not set its own
+COMMIT_MARK = "sparkqueue.commit"  # a commitInfo field: the commit's own random id
+# object_store's words for a request whose answer never came (a broken connection, a timeout):
+# the store may or may not have acted.
+_NO_ANSWER = ("http error", "error sending request", "timed out", "timeout", "connection")
 
 
 def applied(table: DeltaTable, app_id: str, version: int = APP_TXN_VERSION) -> bool:
@@ -27,19 +35,75 @@ def applied(table: DeltaTable, app_id: str, version: int = APP_TXN_VERSION) -> b
 
 
 def applying(
-    app_id: str | None, *, retries: int | None = None, version: int = APP_TXN_VERSION
-) -> CommitProperties | None:
-    """A commit that records `app_id` (at `version`: a stream's batch id, one app id for a whole
-    stream), so a repeat of it finds it `applied` (a move's copy after a crash, a batch Spark
-    replays); delta-rs's conflict check rejects it if a concurrent commit recorded the same id.
-    `retries`: delta-rs's own commit retries at later versions (None: its default)."""
-    if app_id is None and retries is None:
-        return None
+    mark: str,
+    app_id: str | None = None,
+    *,
+    retries: int | None = None,
+    version: int = APP_TXN_VERSION,
+) -> CommitProperties:
+    """A commit carrying `mark` (see `commit_once`) that records `app_id` (at `version`: a
+    stream's batch id, one app id for a whole stream), so a repeat of it finds it `applied` (a
+    move's copy after a crash, a batch Spark replays); delta-rs's conflict check rejects it if a
+    concurrent commit recorded the same id. `retries`: delta-rs's own commit retries at later
+    versions (None: its default)."""
     # With its time, so Delta's setTransactionRetentionDuration lets the app id go in the end.
     once = None if app_id is None else [Transaction(app_id, version, int(time.time() * 1000))]
+    marked = {COMMIT_MARK: mark}
     if retries is None:
-        return CommitProperties(app_transactions=once)
-    return CommitProperties(max_commit_retries=retries, app_transactions=once)
+        return CommitProperties(custom_metadata=marked, app_transactions=once)
+    return CommitProperties(
+        custom_metadata=marked, max_commit_retries=retries, app_transactions=once
+    )
+
+
+def commit_once(
+    table: DeltaTable,
+    reopen: Callable[[], DeltaTable],
+    write: Callable[[str], dict[str, Any] | None],
+) -> dict[str, Any]:
+    """Runs `write(mark)`, one delta-rs commit that carries `mark` (`applying`), and returns its
+    metrics. On object storage the store may act and its answer be lost: delta-rs then reports
+    a transport error, or (when its retry of the put found the version taken by that very put)
+    a conflict. Either way the log since `table`'s version is searched for the mark: found, the
+    commit landed, and its commitInfo's metrics are the answer (a second attempt would do the
+    work twice: a second message, a second claim). A transport error whose commit is not there
+    raises AnswerLost, which runs the transaction again; anything else is raised as it was."""
+    mark = uuid.uuid4().hex
+    before = table.version()
+    try:
+        return write(mark) or {}
+    except Exception as error:
+        lost = unanswered(error)
+        if not (lost or is_commit_conflict(error)):
+            raise
+        found = _marked_commit(reopen(), before, mark)
+        if found is not None:
+            log.warning("a commit landed though its answer was lost: %s", str(error)[:200])
+            return found.get("operationMetrics") or {}
+        if lost:
+            raise AnswerLost(f"the store's answer to a commit was lost: {error}") from error
+        raise
+
+
+def unanswered(error: BaseException) -> bool:
+    """Whether delta-rs's error is a request whose answer never came (the store may have acted)."""
+    return isinstance(error, OSError) and any(words in str(error).lower() for words in _NO_ANSWER)
+
+
+def asked_again(error: BaseException) -> BaseException:
+    """For a request whose repeat is harmless (a table created if absent, a folder deleted):
+    AnswerLost when its answer never came, so that its transaction asks again."""
+    if unanswered(error):
+        return AnswerLost(f"the store's answer was lost: {error}")
+    return error
+
+
+def _marked_commit(latest: DeltaTable, before: int, mark: str) -> dict[str, Any] | None:
+    """The commitInfo carrying `mark` among the versions after `before`, or None."""
+    newer = latest.version() - before
+    if newer <= 0:
+        return None
+    return next((info for info in latest.history(newer) if info.get(COMMIT_MARK) == mark), None)
 
 
 def metric(metrics: dict[str, Any], name: str) -> int:

@@ -33,10 +33,10 @@ from typing import Any
 from deltalake import DeltaTable
 
 from ..rules.deduplication import DEDUPLICATION_COLUMNS
-from ..rules.expr import Expr, col
+from ..rules.expr import Expr
 from ..rules.handles import MOVE_MARKER_PREFIX
 from .native_arrow import arrow_table
-from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
+from .native_commits import NO_HOOKS, after_commit, applied, applying, commit_once, metric
 from .native_sql import quote_name, quote_text, to_sql
 from .native_tables import NativeTables
 from .schema import Columns
@@ -84,35 +84,31 @@ def append_in_sequence(
         f"t.shard IN ({', '.join(map(str, shards))}) AND t.shard = s.shard"
         f" AND t.message_id = s.message_id AND NOT coalesce({moving_out}, FALSE)"
     )
-    # Exactly the next version or nothing: the numbers below are that version's.
-    commit = applying(app_id, retries=0)
-    tried = False  # whether an attempt reached its commit (whose answer may have been lost)
 
     def attempt() -> list[int] | None:
-        nonlocal tried
         table = tables.open(address)
         if app_id is not None and applied(table, app_id):
             return None
-        if tried and app_id is None:
-            landed = _landed(tables, address, rows, table)
-            if landed is not None:
-                return landed
         before = table.version()
         base = (before + 1) << SEQUENCE_SHIFT
         numbered = [{**row, "sequence_number": base + i} for i, row in enumerate(rows)]
         source = arrow_table(numbered, columns)
-        tried = True
-        metrics = (
-            table.merge(
-                source,
-                on,
-                source_alias="s",
-                target_alias="t",
-                commit_properties=commit,
-                post_commithook_properties=NO_HOOKS,
-            )
-            .when_not_matched_insert_all()
-            .execute()
+        metrics = commit_once(
+            table,
+            lambda: tables.open(address),
+            lambda mark: (
+                table.merge(
+                    source,
+                    on,
+                    source_alias="s",
+                    target_alias="t",
+                    # exactly the next version or nothing: the numbers above are that version's
+                    commit_properties=applying(mark, app_id, retries=0),
+                    post_commithook_properties=NO_HOOKS,
+                )
+                .when_not_matched_insert_all()
+                .execute()
+            ),
         )
         after_commit(table, before)
         inserted = metric(metrics, "num_target_rows_inserted")
@@ -124,31 +120,6 @@ def append_in_sequence(
         return [row["sequence_number"] for row in numbered]
 
     return tables.transact(address, attempt, what, alone=True)
-
-
-def _landed(
-    tables: NativeTables, address: str, rows: list[dict[str, Any]], table: DeltaTable
-) -> list[int] | None:
-    """The sequence numbers of a send whose earlier attempt committed although its caller was
-    told otherwise (object storage: the log put's answer was lost, the store's retry found the
-    version taken, and delta-rs reported a conflict); None when that attempt did not land. A
-    send's message ids are new, so finding them means that commit; a commit is whole, so finding
-    only some of them cannot be it. Every shard is read: a consumer may have received and
-    deleted one meanwhile, leaving its tombstone (same id and number) in a shard of their own."""
-    ids = [row["message_id"] for row in rows]
-    where = col("message_id").isin(ids)
-    found = {
-        row.message_id: row.sequence_number
-        for row in tables.select(address, ["message_id", "sequence_number"], where, at=table)
-    }
-    if not found:
-        return None
-    if len(found) != len(ids):
-        raise RuntimeError(
-            f"{len(found)} of a send's {len(ids)} new message ids are in {address}: no commit"
-            " writes part of itself"
-        )
-    return [found[message_id] for message_id in ids]
 
 
 def deduplication_history(

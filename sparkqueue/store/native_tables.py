@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import logging
-import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -22,16 +20,22 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from deltalake.exceptions import DeltaProtocolError, TableNotFoundError
-from deltalake.fs import DeltaStorageHandler
 
-from ..errors import QueueDoesNotExist, TransactionConflict, UnsupportedOperation
+from ..errors import QueueDoesNotExist, TransactionConflict
 from ..rules.expr import Expr, col
 from .counts import Counts
 from .locking import NATIVE, commit_lock
-from .logtrim import clear_unfinished_log
-from .native_arrow import arrow_schema, arrow_table, delta_field, read_rows
-from .native_commits import NO_HOOKS, after_commit, applied, applying, metric
+from .native_arrow import arrow_table, read_rows
+from .native_commits import (
+    NO_HOOKS,
+    after_commit,
+    applied,
+    applying,
+    commit_once,
+    metric,
+)
 from .native_history import LogTrimmed, RowState, row_states
+from .native_lifecycle import NativeLifecycle
 from .native_pool import OpenTables
 from .native_process import check_process
 from .native_sql import aggregate_list, quote_name, select_statement, to_sql
@@ -47,7 +51,7 @@ _SOURCE = "s"  # a MERGE's source alias; the target's is "t"
 HISTORY_READ_ATTEMPTS = 3  # a trim lands once a pass (a minute): a third read finds it done
 
 
-class NativeTables(NativeUpkeep):
+class NativeTables(NativeLifecycle, NativeUpkeep):
     """The `Tables` of a broker on a path root, served by delta-rs."""
 
     engine = "native"
@@ -184,17 +188,34 @@ class NativeTables(NativeUpkeep):
         key: tuple[str, ...] = MESSAGE_KEY,
     ) -> Counts:
         with self._kept.lent(address) as table:
-            return self._change(table, rows, values)
+            return self._change(address, table, rows, values)
 
-    def _change(self, table: DeltaTable, rows: Expr, values: dict[str, Expr] | None) -> Counts:
+    def _change(
+        self, address: str, table: DeltaTable, rows: Expr, values: dict[str, Expr] | None
+    ) -> Counts:
         before = table.version()
         if values is None:
-            metrics = table.delete(to_sql(rows), post_commithook_properties=NO_HOOKS)
+            metrics = commit_once(
+                table,
+                lambda: self.open(address),
+                lambda mark: table.delete(
+                    to_sql(rows),
+                    post_commithook_properties=NO_HOOKS,
+                    commit_properties=applying(mark),
+                ),
+            )
             counts = Counts(known=True, deleted=metric(metrics, "num_deleted_rows"))
         else:
             updates = {quote_name(name): to_sql(value) for name, value in values.items()}
-            metrics = table.update(
-                updates=updates, predicate=to_sql(rows), post_commithook_properties=NO_HOOKS
+            metrics = commit_once(
+                table,
+                lambda: self.open(address),
+                lambda mark: table.update(
+                    updates=updates,
+                    predicate=to_sql(rows),
+                    post_commithook_properties=NO_HOOKS,
+                    commit_properties=applying(mark),
+                ),
             )
             counts = Counts(known=True, updated=metric(metrics, "num_updated_rows"))
         after_commit(table, before)
@@ -239,12 +260,16 @@ class NativeTables(NativeUpkeep):
                 if app_id is not None and applied(table, app_id, app_version):
                     return
                 before = table.version()
-                write_deltalake(
+                commit_once(
                     table,
-                    data(),  # afresh on a retry: a reader is read once
-                    mode="append",
-                    commit_properties=applying(app_id, version=app_version),
-                    post_commithook_properties=NO_HOOKS,
+                    lambda: self.open(address),
+                    lambda mark: write_deltalake(
+                        table,
+                        data(),  # afresh on a retry: a reader is read once
+                        mode="append",
+                        commit_properties=applying(mark, app_id, version=app_version),
+                        post_commithook_properties=NO_HOOKS,
+                    ),
                 )
                 after_commit(table, before)
 
@@ -257,16 +282,21 @@ class NativeTables(NativeUpkeep):
         source = arrow_table([row], columns)
         on = f"t.{quote_name(key)} = {_SOURCE}.{quote_name(key)}"
         before = table.version()
-        metrics = (
-            table.merge(
-                source,
-                on,
-                source_alias=_SOURCE,
-                target_alias="t",
-                post_commithook_properties=NO_HOOKS,
-            )
-            .when_not_matched_insert_all()
-            .execute()
+        metrics = commit_once(
+            table,
+            lambda: self.open(address),
+            lambda mark: (
+                table.merge(
+                    source,
+                    on,
+                    source_alias=_SOURCE,
+                    target_alias="t",
+                    post_commithook_properties=NO_HOOKS,
+                    commit_properties=applying(mark),
+                )
+                .when_not_matched_insert_all()
+                .execute()
+            ),
         )
         after_commit(table, before)
         return Counts(known=True, inserted=metric(metrics, "num_target_rows_inserted"))
@@ -278,8 +308,8 @@ class NativeTables(NativeUpkeep):
         frame = arrow_table(merge.rows, merge.source)
         on = [f"t.shard IN ({', '.join(str(int(shard)) for shard in merge.shards)})"]
         on += [f"t.{quote_name(t)} = {_SOURCE}.{quote_name(s)}" for t, s in merge.keys.items()]
-        with self._kept.lent(address) as table:
-            before = table.version()
+
+        def write(mark: str) -> dict[str, Any]:
             merger = table.merge(
                 frame,
                 " AND ".join(on),
@@ -287,88 +317,18 @@ class NativeTables(NativeUpkeep):
                 target_alias="t",
                 streamed_exec=False,
                 post_commithook_properties=NO_HOOKS,
+                commit_properties=applying(mark),
             )
             for condition, values in merge.updates:
                 sets = {quote_name(name): to_sql(value) for name, value in values.items()}
                 merger = merger.when_matched_update(sets, predicate=to_sql(condition))
-            metrics = merger.execute()
+            return merger.execute()
+
+        with self._kept.lent(address) as table:
+            before = table.version()
+            metrics = commit_once(table, lambda: self.open(address), write)
             after_commit(table, before)
         return Counts(known=True, updated=metric(metrics, "num_target_rows_updated"))
-
-    # -- tables -----------------------------------------------------------------------------------
-
-    def exists(self, address: str) -> bool:
-        try:
-            self.open(address)
-        except QueueDoesNotExist:
-            return False
-        return True
-
-    def ensure_table(
-        self,
-        address: str,
-        columns: Columns,
-        *,
-        partition_by: tuple[str, ...] = (),
-        properties: dict[str, str] | None = None,
-    ) -> None:
-        if address in self._known:
-            return
-        folder = self._layout.folder(address)
-
-        def create() -> None:
-            if folder is not None:  # a creation killed before its first commit left a stub
-                clear_unfinished_log(folder)
-            DeltaTable.create(
-                self._uri(address),
-                arrow_schema(columns),
-                partition_by=list(partition_by) or None,
-                mode="ignore",
-                configuration=properties,
-                storage_options=self._options,
-            )
-            self._add_missing(address, columns)
-
-        self.transact(address, create, f"creating the table {address}", alone=True)
-        self._remember(address)
-
-    def upgrade_table(self, address: str, columns: Columns) -> bool:
-        if address in self._known:
-            return True
-        if not self.exists(address):
-            return False
-        self.transact(address, lambda: self._add_missing(address, columns), f"upgrading {address}")
-        self._remember(address)
-        return True
-
-    def _add_missing(self, address: str, columns: Columns) -> None:
-        """Adds the nullable columns of `columns` an older table lacks."""
-        table = self.open(address)
-        have = set(pa.schema(table.schema().to_arrow()).names)
-        missing = [c for c in columns if c[0] not in have and c[2]]
-        if missing:
-            features = table.protocol().writer_features or []
-            if "rowTracking" in features:  # a FIFO table: only Spark writes it
-                raise UnsupportedOperation(
-                    f"{address} was created by an older version and lacks columns; open it once"
-                    " with a Spark session (Broker(spark, root)) to add them"
-                )
-            fields = arrow_schema(tuple(missing))
-            table.alter.add_columns([delta_field(field) for field in fields])
-
-    def drop_table(self, address: str) -> None:
-        """Deletes the table's folder, its log included, as on a local disk (no message body
-        is left behind in a bucket; a writer with a stale lookup then finds no table)."""
-        with self._known_lock:
-            self._known.discard(address)
-            self._sequenced.pop(address, None)
-        self._kept.forget(address)
-        folder = self._layout.folder(address)
-        if folder is not None:  # alone under its commit lock: no writer is half-way in
-            remove = functools.partial(shutil.rmtree, folder, ignore_errors=True)
-            self.transact(address, remove, f"deleting {address}", alone=True)
-        else:  # whether or not a table is left there: a delete cut short left files behind
-            DeltaStorageHandler(self._uri(address), self._options).delete_dir("")
 
     def row_states(self, address: str, message_id: str) -> list[RowState]:
         """One message's row through the table's kept versions (native_history.py), read again
@@ -380,10 +340,6 @@ class NativeTables(NativeUpkeep):
             f"the log of {address} was trimmed under {HISTORY_READ_ATTEMPTS} readings in a row;"
             " read the history again"
         )
-
-    def _remember(self, address: str) -> None:
-        with self._known_lock:
-            self._known.add(address)
 
 
 def _rows(reader: Any) -> list[Row]:

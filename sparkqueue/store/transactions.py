@@ -27,6 +27,11 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
+class AnswerLost(Exception):
+    """A store's answer that never came (a broken connection, a timeout) to a request that
+    is known not to have acted, or whose repeat is harmless: the transaction runs again."""
+
+
 @functools.cache
 def conflict_classes(spark_loaded: bool) -> tuple[type[BaseException], ...]:
     """Delta's conflict exceptions of both engines, looked up at the first failure, Spark's only
@@ -49,10 +54,11 @@ def conflict_classes(spark_loaded: bool) -> tuple[type[BaseException], ...]:
 
 
 def is_commit_conflict(error: BaseException) -> bool:
-    """True for every flavour of Delta's optimistic-concurrency failure, and for our own guard's
-    (SQLSTATE 2D521 covers Spark's classes this lookup does not know)."""
-    if STALE_READ_MARKER in str(error):  # a FIFO claim's guard, in either engine
-        return True
+    """True for every flavour of Delta's optimistic-concurrency failure, for our own guard's
+    (SQLSTATE 2D521 covers Spark's classes this lookup does not know), and for a lost answer
+    to a commit that did not land (AnswerLost): each is tried again."""
+    if isinstance(error, AnswerLost) or STALE_READ_MARKER in str(error):
+        return True  # a lost answer's, or a FIFO claim's guard, in either engine
     if isinstance(error, conflict_classes("pyspark" in sys.modules)):
         # delta-rs raises CommitFailedError for what another attempt cannot fix too
         text = str(error).lower()
@@ -112,9 +118,14 @@ def run_transaction(
                 raise
             counter.add()
             if attempt + 1 == policy.attempts:
+                why = (
+                    "lost the store's answers"
+                    if isinstance(error, AnswerLost)
+                    else "kept conflicting with concurrent commits"
+                )
                 raise TransactionConflict(
-                    f"{what} kept conflicting with concurrent commits; gave up after"
-                    f" {policy.attempts} attempts and changed nothing. Retry later."
+                    f"{what} {why}; gave up after {policy.attempts} attempts and changed"
+                    " nothing. Retry later."
                 ) from error
             log.debug("%s: commit conflict (attempt %d), retrying", what, attempt + 1)
             time.sleep(policy.delay(attempt))

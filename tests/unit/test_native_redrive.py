@@ -235,9 +235,10 @@ def test_an_idempotent_append_loses_to_a_concurrent_one_of_its_app_id(tmp_path):
     write_deltalake(path, pa.table({"a": [0]}))
     stale, fresh = DeltaTable(path), DeltaTable(path)
     write_deltalake(path, pa.table({"a": [9]}), mode="append")  # an unrelated commit between
-    write_deltalake(fresh, pa.table({"a": [1]}), mode="append", commit_properties=applying("m"))
+    fresh_commit, stale_commit = applying("mark-1", "m"), applying("mark-2", "m")
+    write_deltalake(fresh, pa.table({"a": [1]}), mode="append", commit_properties=fresh_commit)
     with pytest.raises(CommitFailedError):
-        write_deltalake(stale, pa.table({"a": [1]}), mode="append", commit_properties=applying("m"))
+        write_deltalake(stale, pa.table({"a": [1]}), mode="append", commit_properties=stale_commit)
     assert applied(DeltaTable(path), "m")
     assert sorted(DeltaTable(path).to_pyarrow_table()["a"].to_pylist()) == [0, 1, 9]
 

@@ -1,0 +1,152 @@
+"""Every kind of fault a store's network makes, on every kind of native operation, on S3 (moto's
+server) and Azure (Azurite), through the fault-injecting proxy (sparkqueue/bench/faults.py): a
+lost answer after the store acted, 500, 503, a reset connection, a stall past the client's
+timeout, slow answers. Each operation must succeed and have happened once, or fail clearly and
+not have happened; nothing is lost, nothing is handed out twice, nothing reaches a dead-letter
+queue undelivered."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from sparkqueue import Broker
+from sparkqueue.bench.faults import COMMITS, KINDS, fault_proxy
+from sparkqueue.errors import QueueDoesNotExist, QueueError
+from sparkqueue.testing import FakeClock
+
+CLIENT_TIMEOUT = "2s"  # object_store's per request: a stall outlasts it
+STALL_SECONDS = 3.0
+SLOW_SECONDS = 0.05
+
+
+def _create_queue(broker: Broker, faulted: Callable) -> None:
+    faulted(lambda: broker.create_queue("made"))
+    assert [q for q in broker.list_queues() if q == "made"] == ["made"]
+    broker.get_queue("made").send("works")
+    assert [m.body for m in broker.get_queue("made").receive(10)] == ["works"]
+
+
+def _send(broker: Broker, faulted: Callable) -> None:
+    queue = broker.create_queue("sends")
+    sent = faulted(lambda: queue.send("once"))
+    [message] = queue.receive(10)
+    assert (message.message_id, message.body) == (sent, "once")
+    assert queue.receive(10) == []
+
+
+def _fifo_send(broker: Broker, faulted: Callable) -> None:
+    queue = broker.create_queue("orders.fifo", fifo=True)
+    sent = faulted(lambda: queue.send("once", group_id="g", deduplication_id="d"))
+    assert queue.send("once", group_id="g", deduplication_id="d") == sent  # a caller's retry
+    assert [m.message_id for m in queue.receive(10)] == [sent]
+
+
+def _send_batch(broker: Broker, faulted: Callable) -> None:
+    queue = broker.create_queue("batches")
+    ids = faulted(lambda: queue.send_batch(["a", "b", "c"]))
+    assert sorted(m.message_id for m in queue.receive(10)) == sorted(ids)
+
+
+def _receive(broker: Broker, faulted: Callable) -> None:
+    queue = broker.create_queue("receives")
+    sent = set(queue.send_batch(["a", "b", "c"]))
+    [first] = faulted(lambda: queue.receive(1))
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (2, 1)  # nothing held under a handle never given
+    rest = queue.receive(10)
+    assert {m.message_id for m in [first, *rest]} == sent
+    assert {m.receive_count for m in [first, *rest]} == {1}
+    for message in [first, *rest]:
+        queue.delete(message.receipt_handle)
+    assert queue.stats().in_flight == 0
+
+
+def _delete(broker: Broker, faulted: Callable) -> None:
+    queue = broker.create_queue("deletes")
+    queue.send("gone")
+    [message] = queue.receive(1)
+    faulted(lambda: queue.delete(message.receipt_handle))
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (0, 0)
+
+
+def _change_visibility(broker: Broker, faulted: Callable) -> None:
+    queue = broker.create_queue("visibility")
+    queue.send("back")
+    [message] = queue.receive(1)
+    faulted(lambda: queue.change_visibility(message.receipt_handle, 0))
+    [again] = queue.receive(1)
+    assert (again.message_id, again.receive_count) == (message.message_id, 2)
+
+
+def _redrive_move(broker: Broker, faulted: Callable, clock: FakeClock) -> None:
+    broker.create_queue("dead")
+    queue = broker.create_queue("redriven", dead_letter_queue="dead", max_receive_count=1)
+    queue.send("exhausted")
+    assert len(queue.receive(1, visibility_timeout=5)) == 1
+    clock.advance(6)
+    faulted(lambda: broker.redrive())
+    assert queue.stats().visible == queue.stats().in_flight == 0
+    [moved] = broker.get_queue("dead").receive(10)
+    assert (moved.body, moved.receive_count) == ("exhausted", 1)  # delivered once, then moved
+
+
+def _delete_queue(broker: Broker, faulted: Callable) -> None:
+    broker.create_queue("dropped").send("x")
+    faulted(lambda: broker.delete_queue("dropped"))
+    assert "dropped" not in broker.list_queues()
+    with pytest.raises(QueueDoesNotExist):
+        broker.get_queue("dropped")
+
+
+OPERATIONS = [
+    _create_queue, _send, _fifo_send, _send_batch, _receive, _delete, _change_visibility,
+    _redrive_move, _delete_queue,
+]  # fmt: skip
+
+
+@pytest.fixture(params=["s3", "azure"])
+def store(request):
+    """(the store's address, its delta-rs options, a new root's factory)."""
+    if request.param == "s3":
+        server = request.getfixturevalue("s3")
+        return server.url, "AWS_ENDPOINT_URL", server.options, lambda: f"{server.new_bucket()}/q"
+    server = request.getfixturevalue("azure")
+    return server.url, "AZURITE_BLOB_STORAGE_URL", server.options, server.new_container
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_operation_succeeds_once_or_fails_cleanly_under_each_fault(store, kind, monkeypatch):
+    address, endpoint_key, options, new_root = store
+    outcomes = {}
+    with fault_proxy(address, stall_seconds=STALL_SECONDS) as proxy:
+        faulted_options = {**options, endpoint_key: proxy.url, "timeout": CLIENT_TIMEOUT}
+        for name, value in faulted_options.items():  # Azurite's address: the environment only
+            monkeypatch.setenv(name, value)
+        for operation in OPERATIONS:
+            clock = FakeClock()
+            broker = Broker(None, new_root(), storage_options=faulted_options, clock=clock)
+
+            def faulted(call, name=operation.__name__):
+                if kind == "slow":
+                    proxy.slow(SLOW_SECONDS)
+                else:
+                    proxy.arm(kind, COMMITS)
+                try:
+                    return call()
+                except QueueError as error:  # a clear error: then it did not happen
+                    outcomes[name] = type(error).__name__
+                    raise
+                finally:
+                    assert proxy.armed() == 0, "the fault never met the operation's commit"
+                    proxy.disarm()
+
+            if operation is _redrive_move:
+                operation(broker, faulted, clock)
+            else:
+                operation(broker, faulted)
+            outcomes.setdefault(operation.__name__, "ok")
+        assert proxy.tally()[kind] >= len(OPERATIONS)
+    assert set(outcomes.values()) == {"ok"}, outcomes
