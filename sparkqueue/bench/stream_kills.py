@@ -22,6 +22,7 @@ from ..broker import Broker
 
 DRIVER = "sparkqueue.bench.stream_driver"
 DRAIN_TIMEOUT_SECONDS = 600
+LOG_LINES = 40  # of a failed driver's standard error, in the error raised
 
 
 def stream_kills(
@@ -37,18 +38,18 @@ def stream_kills(
     for part in range(files):  # one append, one file
         write_deltalake(f"{work}/src", pa.table({"body": bodies[part::files]}), mode="append")
     rng = random.Random(seed)
-    for _ in range(kills):
-        driver = _driver(root, work, "run")
+    for run in range(kills):
+        driver = _driver(root, work, "run", run)
         assert driver.stdout is not None
         if driver.stdout.readline().strip() != "started":
-            raise RuntimeError(f"the streaming driver did not start (exit {driver.wait()})")
+            _failed("did not start", driver.wait(), work, f"run{run}")
         time.sleep(rng.uniform(1.0, 6.0))  # mid-batch, somewhere
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
-    drained = _driver(root, work, "drain")
+    drained = _driver(root, work, "drain", kills)
     output, _ = drained.communicate(timeout=DRAIN_TIMEOUT_SECONDS)
     if drained.returncode:
-        raise RuntimeError(f"the draining driver failed (exit {drained.returncode})")
+        _failed("failed", drained.returncode, work, f"drain{kills}")
     seen = json.loads(output.strip().splitlines()[-1])
     landed, sent = Counter(seen["out"]), Counter(seen["sent"])
     return {
@@ -63,11 +64,21 @@ def stream_kills(
     }
 
 
-def _driver(root: str, work: str, mode: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", DRIVER, root, work, mode],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,  # its JVM and Python workers die with it
-    )
+def _driver(root: str, work: str, mode: str, run: int) -> subprocess.Popen:
+    """A driver whose standard error goes to WORK/logs/MODE<run>.log, for a failure to show."""
+    os.makedirs(f"{work}/logs", exist_ok=True)
+    with open(f"{work}/logs/{mode}{run}.log", "w") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", DRIVER, root, work, mode],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            start_new_session=True,  # its JVM and Python workers die with it
+        )
+
+
+def _failed(what: str, code: int, work: str, name: str) -> None:
+    """Raise with the end of the driver's log: its Python traceback or Spark's error."""
+    with open(f"{work}/logs/{name}.log") as log:
+        tail = "".join(log.readlines()[-LOG_LINES:])
+    raise RuntimeError(f"the streaming driver {name} {what} (exit {code}):\n{tail}")
