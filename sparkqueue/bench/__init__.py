@@ -18,7 +18,8 @@ it measures and how to run it. Prints a table, writes `bench.json` and `bench.pn
 the run; throughput per scenario) into `--out`.
 """
 
+from .chart import chart
 from .cli import main
-from .report import chart, table
+from .report import table
 
 __all__ = ["chart", "main", "table"]

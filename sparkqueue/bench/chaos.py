@@ -53,6 +53,8 @@ SHARE = 0.5  # a buffered message is handed out only with this much of its timeo
 STOP_FILE = "stop"
 SPARK_WORK_FILE = "spark-work"  # present: the job sends and claims DataFrames too
 JOB_BATCH = 10  # rows the job sends, and claims, at a time
+# How a role's output (its .out file) notes a receive or a round that raised and was tried again.
+FAILED_PREFIXES = ("receive failed", "round failed")
 # A hand-out is logged just after it happens; on two busy cores a process may pause in between.
 CLOCK_SLACK_SECONDS = 1.0
 
@@ -69,6 +71,8 @@ class ChaosReport:
     too_soon: list[str]  # handed out twice within a visibility window
     doubled: list[str]  # held by more than one row of the tables at the end
     by_job: int = 0  # of `sent` and of `delivered`, what the Spark job sent and claimed
+    dead_undelivered: tuple[str, ...] = ()  # in the dead-letter queue, never handed out
+    failed: int = 0  # the roles' receives and rounds that raised (and were tried again)
 
 
 def run_chaos(
@@ -177,7 +181,7 @@ def account(folder: Path, broker: Broker, kills: int) -> ChaosReport:
     left: Counter[str] = Counter()
     for name in (QUEUE, DEAD_LETTERS):
         left.update(_bodies(broker, name))
-    return tally(folder, left, kills)
+    return tally(folder, left, kills, dead=set(_bodies(broker, DEAD_LETTERS)))
 
 
 def _bodies(broker: Broker, name: str) -> list[str]:
@@ -192,9 +196,11 @@ def _bodies(broker: Broker, name: str) -> list[str]:
     return [row.body for row in rows]
 
 
-def tally(folder: Path, rows: Counter[str], kills: int) -> ChaosReport:
+def tally(
+    folder: Path, rows: Counter[str], kills: int, dead: set[str] | None = None
+) -> ChaosReport:
     """The report from the records in `folder` and the bodies still in the tables (`rows`: how
-    many rows hold each)."""
+    many rows hold each; `dead`: those of the dead-letter queue)."""
     left = set(rows)
     sent: set[str] = set()
     for path in folder.glob("sent*.log"):
@@ -220,6 +226,13 @@ def tally(folder: Path, rows: Counter[str], kills: int) -> ChaosReport:
         doubled=sorted(body for body, count in rows.items() if count > 1),
         by_job=len({body for body in sent if body.startswith("job-")})
         + sum(1 for path in folder.glob("delivered-job-*.log") for _ in path.open()),
+        dead_undelivered=tuple(sorted((dead or set()) - set(handed))),
+        failed=sum(
+            1
+            for path in folder.glob("*.out")
+            for line in path.read_text(errors="replace").splitlines()
+            if line.startswith(FAILED_PREFIXES)
+        ),
     )
 
 
@@ -259,7 +272,11 @@ def consumer(root: str, folder: Path) -> None:
         ) as client,
     ):
         while not stop.exists():
-            messages = client.receive(10, wait_time_seconds=1)
+            try:
+                messages = client.receive(10, wait_time_seconds=1)
+            except Exception as error:  # a store's fault (the soak): the next receive tries again
+                print(f"{FAILED_PREFIXES[0]}: {error}", flush=True)
+                continue
             if not messages:
                 continue
             log.write("".join(f"{time.time()} {m.body} {m.receive_count}\n" for m in messages))
@@ -274,7 +291,6 @@ def job(root: str, folder: Path) -> None:
     on_store = is_object_store(root)
     spark = spark_session(storage_options={} if on_store else None)
     broker = Broker(spark, root, storage_options={} if on_store else None)
-    queue = broker.get_queue(QUEUE)
     spark_work = (folder / SPARK_WORK_FILE).exists()
     started = time.monotonic_ns()
     with (
@@ -285,22 +301,36 @@ def job(root: str, folder: Path) -> None:
         for batch in itertools.count():
             if (folder / STOP_FILE).exists():
                 return
-            if spark_work:
-                bodies = [f"job-{started}-{batch}-{i}" for i in range(JOB_BATCH)]
-                sending.write("\n".join(bodies) + "\n")
-                sending.flush()
-                queue.send_df(spark.createDataFrame([(body,) for body in bodies], "body string"))
-                sent.write("\n".join(bodies) + "\n")
-                sent.flush()
-                claimed = queue.receive_df(JOB_BATCH)
-                rows = claimed.select("body", "receive_count").collect()
-                delivered.write("".join(f"{time.time()} {r[0]} {r[1]}\n" for r in rows))
-                delivered.flush()
-                queue.delete_df(claimed)
-            broker.redrive()
+            try:
+                _round(broker, spark_work, f"job-{started}-{batch}", sending, sent, delivered)
+            except Exception as error:  # a store's fault (the soak): the records say what landed
+                print(f"{FAILED_PREFIXES[1]} {batch}: {error}", flush=True)
+                continue
             # Up (worth a kill) once a whole round has run: a JVM's first round is slow.
             (folder / f"up-{os.getpid()}").touch()
             time.sleep(1.0)  # the job's cadence, short for the test
+
+
+def _round(
+    broker: Broker, spark_work: bool, prefix: str, sending: Any, sent: Any, delivered: Any
+) -> None:
+    """One round of the job: with spark work a DataFrame sent, claimed and deleted (each step
+    recorded around its act: a send before and after, a claim before its delete), then the
+    redrive pass."""
+    spark, queue = broker.spark, broker.get_queue(QUEUE)
+    if spark_work and spark is not None:
+        bodies = [f"{prefix}-{i}" for i in range(JOB_BATCH)]
+        sending.write("\n".join(bodies) + "\n")
+        sending.flush()
+        queue.send_df(spark.createDataFrame([(body,) for body in bodies], "body string"))
+        sent.write("\n".join(bodies) + "\n")
+        sent.flush()
+        claimed = queue.receive_df(JOB_BATCH)
+        rows = claimed.select("body", "receive_count").collect()
+        delivered.write("".join(f"{time.time()} {r[0]} {r[1]}\n" for r in rows))
+        delivered.flush()
+        queue.delete_df(claimed)
+    broker.redrive()
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..session import spark_session
+from .chart import chart
 from .peers import DSN_VARIABLE
-from .report import chart, table
+from .report import table
 from .scenarios import DEFAULT_SCENARIOS, ENGINES, NAMED_ONLY, SCENARIOS, SMOKE, Sizes, run
 
 

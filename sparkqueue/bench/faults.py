@@ -13,7 +13,9 @@ a fault is armed for it:
 - `slow`: forwards after a delay (`slow()` delays every answer instead).
 
 A fault is armed for the next N requests a `Target` matches (method, path pattern, User-Agent
-part), or for each such request with a probability (the soak). Every fault injected is recorded.
+part), or for each such request with a probability. Every fault injected is recorded, and so is
+every put of a Delta log version the store answered (which versions were written, how often, and
+whether each put was conditional: a journal for stores whose emulator keeps none).
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ class _State:
     delay: float = 0.0
     armed: list[_Armed] = field(default_factory=list)
     injected: list[Injected] = field(default_factory=list)
+    puts: list[dict[str, Any]] = field(default_factory=list)  # of log versions, as answered
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
     random: random.Random = field(default_factory=lambda: random.Random(7))
@@ -162,6 +165,12 @@ class FaultProxy:
     def injected(self) -> list[Injected]:
         return [Injected(*each) for each in self._steer("state", {})["injected"]]
 
+    def log_puts(self) -> list[dict[str, Any]]:
+        """Every put of a Delta log version the store answered (whether or not its answer
+        reached the client): key (the request's path), status, conditional (`If-None-Match: *`),
+        lost (the proxy broke it after the store acted)."""
+        return list(self._steer("state", {})["puts"])
+
     def tally(self) -> Counter[str]:
         """Faults injected so far, by kind."""
         return Counter(each.kind for each in self.injected())
@@ -209,7 +218,7 @@ def fault_proxy(upstream: str, *, stall_seconds: float = 10.0) -> Iterator[Fault
 class _Handler(BaseHTTPRequestHandler):
     """One client connection and its requests."""
 
-    protocol_version = "HTTP/1.1"  # keep-alive, as the stores' clients expect
+    protocol_version = "HTTP/1.1"  # as the stores' clients speak (each answer then closes)
     state: _State
     upstream: SplitResult
 
@@ -240,6 +249,14 @@ class _Handler(BaseHTTPRequestHandler):
             status, reason, headers, answer = self._forwarded(body)
         except OSError:
             return self._break()  # the store went away: so does the answer
+        if COMMITS.matches(self.command, self.path, ""):
+            with self.state.lock:
+                self.state.puts.append({
+                    "key": self.path,
+                    "status": status,
+                    "conditional": self.headers.get("If-None-Match") == "*",
+                    "lost": kind == "lose",
+                })  # fmt: skip
         if kind == "lose":
             return self._break()
         self.send_response_only(status, reason)
@@ -308,6 +325,7 @@ class _Handler(BaseHTTPRequestHandler):
             answer = {
                 "armed": sum(a.remaining or 0 for a in state.armed),
                 "injected": [[i.kind, i.method, i.path] for i in state.injected],
+                "puts": state.puts,
             }
         data = json.dumps(answer).encode()
         self.send_response_only(200)

@@ -1,12 +1,10 @@
 """The benchmark's report: a table of figures against their bars (printed by `python -m
-sparkqueue.bench`, one row per figure of the scenarios that ran; peers' rows beside ours), and a
-chart (`bench.png`)."""
+sparkqueue.bench`, one row per figure of the scenarios that ran; peers' rows beside ours)."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from .checkpoints import SUMMARY
@@ -269,6 +267,25 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 "0 lost / twice too soon",
             )
         )
+    if "soak" in results:
+        soak, report = results["soak"], results["soak"]["report"]
+        kinds = ["lost", "unsent", "too_soon", "doubled", "dead_undelivered"]
+        problems = sum(len(report[kind]) for kind in kinds)
+        first, last = soak["windows"][0], soak["windows"][-1]
+        rows.append(
+            (
+                f"soak: {sum(soak['faults'].values())} faults, {report['sent']} sent",
+                f"{report['deleted']} deleted, {report['left']} left, {problems} problems",
+                "0 lost / twice / dead undelivered",
+            )
+        )
+        rows.append(
+            (
+                "soak receive p99, first / last window",
+                f"{first['receive_p99_ms']:.0f} / {last['receive_p99_ms']:.0f} ms",
+                "last <= 1.5x first",
+            )
+        )
     if "console" in results:
         pages = " / ".join(f"{ms:.0f}" for ms in results["console"].values())
         rows.append((f"console p50: {' / '.join(results['console'])}", f"{pages} ms", "< 200 ms"))
@@ -353,42 +370,3 @@ def _peer_rows(peers: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append((f"PGMQ send_batch of {pgmq['send_batch']:,}", sent, PEER))
         rows += _worker_rows("PGMQ worker loop (read + delete)", pgmq["worker"], lambda run: PEER)
     return rows
-
-
-def chart(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (over_time, per_scenario) = plt.subplots(1, 2, figsize=(12, 4.5))
-    engines = results.get("engines", {})
-    for engine, figures in engines.items():
-        if "latency" in figures:
-            for operation in ("receive", "delete"):
-                label = f"{engine} {operation}"
-                over_time.plot(figures["latency"][f"{operation}_ms"], label=label, linewidth=0.6)
-    if any("latency" in figures for figures in engines.values()):
-        over_time.legend()
-    over_time.set(title="single-message latency", xlabel="operation", ylabel="ms", yscale="log")
-    scenarios = {
-        label: results["bulk"][key]
-        for label, key in (("enqueue", "enqueue_per_s"), ("drain", "drain_per_s"))
-        if "bulk" in results
-    }
-    for engine, figures in engines.items():
-        for label, scenario in (
-            ("consumers", "load_alone"),
-            ("consumers+producer", "load_with_producer"),
-            ("buffered", "buffered_load"),
-            ("FIFO", "fifo_load"),
-            ("FIFO+producer", "fifo_with_producer"),
-        ):
-            if scenario in figures:
-                scenarios[f"{label} ({engine})"] = figures[scenario]["per_s"]
-    per_scenario.bar(list(scenarios), list(scenarios.values()))
-    per_scenario.tick_params(axis="x", labelrotation=45)
-    per_scenario.set(title="throughput", ylabel="messages/s", yscale="log")
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)

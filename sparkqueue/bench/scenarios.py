@@ -55,6 +55,8 @@ class Sizes:
     prefetch: int = 1_000  # the buffered client's, in the buffered scenario
     chaos_seconds: float = 600.0  # chaos: only with --only chaos (it starts OS processes)
     chaos_messages: int = 3_000
+    soak_seconds: float = 3_600.0  # soak: only with --only soak and --object-store (see soak.py)
+    soak_rate: float = 20.0  # the soak's producer, msg/s
     endpoint_seconds: float = 30.0  # each of 1 and 8 boto3 clients on the SQS endpoint
     celery_tasks: int = 50  # through the endpoint, one Celery worker, end to end
     page_reads: int = 30  # GETs of each console page
@@ -208,11 +210,11 @@ def buffered_latency(broker: Broker, sizes: Sizes) -> dict[str, Any]:
 
 SCENARIOS = ("bulk", "latency", "load", "fifo", "fair", "buffered", "redrive", "worker", "endpoint",
              "celery", "history", "console", "phases", "start", "checkpoints", "day", "upkeep",
-             "peers", "scaling", "drivers", "chaos", "streaming")  # fmt: skip
-# Run only when named: each takes many minutes (scaling, drivers and chaos start OS processes),
-# and peers measures other systems than ours.
+             "peers", "scaling", "drivers", "chaos", "streaming", "soak")  # fmt: skip
+# Run only when named: each takes many minutes (scaling, drivers, chaos and soak start OS
+# processes), and peers measures other systems than ours.
 NAMED_ONLY = ("fair", "checkpoints", "day", "upkeep", "peers", "scaling", "drivers", "chaos",
-              "streaming")  # fmt: skip
+              "streaming", "soak")  # fmt: skip
 DEFAULT_SCENARIOS = tuple(name for name in SCENARIOS if name not in NAMED_ONLY)
 ENGINES = ("native", "spark")
 # The buffered scenario's backlog, per consumer and second, per message of prefetch: 5,000 at the
@@ -314,6 +316,18 @@ def run(
             messages=sizes.chaos_messages,
         )
         results["chaos"] = asdict(report)
+    if "soak" in scenarios:
+        from .soak import soak  # not at import: it runs the chaos roles, each its module's main
+
+        if not object_store:
+            raise ValueError("the soak runs on object storage: give --object-store")
+        results["soak"] = soak(
+            f"{object_store.rstrip('/')}/soak-{uuid.uuid4().hex[:8]}",
+            Path(root) / "soak-records",
+            seconds=sizes.soak_seconds,
+            consumers=sizes.consumers,
+            rate=sizes.soak_rate,
+        )
     results["machine"] = {
         "python": platform.python_version(),
         "machine": platform.machine(),

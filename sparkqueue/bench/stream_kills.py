@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, NoReturn
 
 import pyarrow as pa
 from deltalake import write_deltalake
@@ -77,8 +77,8 @@ def _driver(root: str, work: str, mode: str, run: int) -> subprocess.Popen:
         )
 
 
-def _failed(what: str, code: int, work: str, name: str) -> None:
+def _failed(what: str, code: int, work: str, name: str) -> NoReturn:
     """Raise with the end of the driver's log: its Python traceback or Spark's error."""
-    with open(f"{work}/logs/{name}.log") as log:
+    with open(f"{work}/logs/{name}.log", errors="replace") as log:
         tail = "".join(log.readlines()[-LOG_LINES:])
     raise RuntimeError(f"the streaming driver {name} {what} (exit {code}):\n{tail}")

@@ -5,9 +5,11 @@ in each commit's commitInfo, by which a commit whose answer the store lost is fo
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction
@@ -22,9 +24,10 @@ log = logging.getLogger(__name__)
 NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
 DEFAULT_CHECKPOINT_INTERVAL = 100  # Delta's, for a table that does not set its own
 COMMIT_MARK = "sparkqueue.commit"  # a commitInfo field: the commit's own random id
-# object_store's words for a request whose answer never came (a broken connection, a timeout):
-# the store may or may not have acted.
-_NO_ANSWER = ("http error", "error sending request", "timed out", "timeout", "connection")
+# How object_store ends the line of a request whose answer never came (a broken connection, a
+# timeout: the store may or may not have acted), where a store's own answer says "Client error
+# with status 403" or "Server error"; the line also holds the request's URL (a queue's name).
+_NO_ANSWER = re.compile(r" - HTTP error(:|$)", re.MULTILINE)
 
 
 def applied(table: DeltaTable, app_id: str, version: int = APP_TXN_VERSION) -> bool:
@@ -56,44 +59,58 @@ def applying(
     )
 
 
+@dataclass(frozen=True)
+class Committed:
+    """A native commit's answer: delta-rs's metrics and the version it wrote."""
+
+    metrics: dict[str, Any]
+    version: int
+
+
 def commit_once(
     table: DeltaTable,
-    reopen: Callable[[], DeltaTable],
+    reopen: Callable[[], DeltaTable] | None,
     write: Callable[[str], dict[str, Any] | None],
-) -> dict[str, Any]:
-    """Runs `write(mark)`, one delta-rs commit that carries `mark` (`applying`), and returns its
-    metrics. On object storage the store may act and its answer be lost: delta-rs then reports
-    a transport error, or (when its retry of the put found the version taken by that very put)
-    a conflict. Either way the log since `table`'s version is searched for the mark: found, the
-    commit landed, and its commitInfo's metrics are the answer (a second attempt would do the
-    work twice: a second message, a second claim). A transport error whose commit is not there
-    raises AnswerLost, which runs the transaction again; anything else is raised as it was."""
+) -> Committed:
+    """Runs `write(mark)`, one delta-rs commit on `table` that carries `mark` (`applying`). On
+    object storage the store may act and its answer be lost: delta-rs then reports a transport
+    error, or (when its retry of the put found the version taken by that very put) a conflict.
+    Either way the log since `table`'s version is searched for the mark: found, the commit
+    landed, and its commitInfo's metrics and version are the answer (a second attempt would do
+    the work twice: a second message, a second claim). A transport error whose commit is not
+    there raises AnswerLost, which runs the transaction again; anything else is raised as it
+    was. `reopen` is None on a local root, where no answer is lost and a conflict is one."""
     mark = uuid.uuid4().hex
     before = table.version()
     try:
-        return write(mark) or {}
+        metrics = write(mark) or {}
     except Exception as error:
         lost = unanswered(error)
-        if not (lost or is_commit_conflict(error)):
+        if reopen is None or not (lost or is_commit_conflict(error)):
             raise
         found = _marked_commit(reopen(), before, mark)
         if found is not None:
             log.warning("a commit landed though its answer was lost: %s", str(error)[:200])
-            return found.get("operationMetrics") or {}
+            return Committed(found.get("operationMetrics") or {}, int(found["version"]))
         if lost:
             raise AnswerLost(f"the store's answer to a commit was lost: {error}") from error
         raise
+    return Committed(metrics, table.version())
 
 
 def unanswered(error: BaseException) -> bool:
     """Whether delta-rs's error is a request whose answer never came (the store may have acted)."""
-    return isinstance(error, OSError) and any(words in str(error).lower() for words in _NO_ANSWER)
+    if not isinstance(error, OSError) or isinstance(error, (FileNotFoundError, PermissionError)):
+        return False
+    return _NO_ANSWER.search(str(error)) is not None
 
 
 def asked_again(error: BaseException) -> BaseException:
     """For a request whose repeat is harmless (a table created if absent, a folder deleted):
-    AnswerLost when its answer never came, so that its transaction asks again."""
-    if unanswered(error):
+    AnswerLost when its answer never came, or when the store says the table's first version
+    exists (delta-rs's client retried the put of a creation whose answer it lost), so that its
+    transaction asks again."""
+    if unanswered(error) or "version 0 already exists" in str(error).lower():
         return AnswerLost(f"the store's answer was lost: {error}")
     return error
 

@@ -33,7 +33,7 @@ from typing import Any
 from deltalake import DeltaTable
 
 from ..rules.deduplication import DEDUPLICATION_COLUMNS
-from ..rules.expr import Expr
+from ..rules.expr import Expr, col
 from ..rules.handles import MOVE_MARKER_PREFIX
 from .native_arrow import arrow_table
 from .native_commits import NO_HOOKS, after_commit, applied, applying, commit_once, metric
@@ -84,18 +84,25 @@ def append_in_sequence(
         f"t.shard IN ({', '.join(map(str, shards))}) AND t.shard = s.shard"
         f" AND t.message_id = s.message_id AND NOT coalesce({moving_out}, FALSE)"
     )
+    tried = False  # whether an attempt reached its commit (a put may land after its answer)
 
     def attempt() -> list[int] | None:
+        nonlocal tried
         table = tables.open(address)
         if app_id is not None and applied(table, app_id):
             return None
+        if tried and app_id is None:
+            landed = _landed(tables, address, rows, table)
+            if landed is not None:
+                return landed
+        tried = True
         before = table.version()
         base = (before + 1) << SEQUENCE_SHIFT
         numbered = [{**row, "sequence_number": base + i} for i, row in enumerate(rows)]
         source = arrow_table(numbered, columns)
-        metrics = commit_once(
+        committed = commit_once(
             table,
-            lambda: tables.open(address),
+            tables.reopener(address),
             lambda mark: (
                 table.merge(
                     source,
@@ -111,7 +118,7 @@ def append_in_sequence(
             ),
         )
         after_commit(table, before)
-        inserted = metric(metrics, "num_target_rows_inserted")
+        inserted = metric(committed.metrics, "num_target_rows_inserted")
         # Only a message id already in its shard (and not on its way out) is skipped, and ids
         # are new (sends) or leave their source only after this append (moves, whose repeats
         # the app id skips): never expected, but never hidden either.
@@ -120,6 +127,31 @@ def append_in_sequence(
         return [row["sequence_number"] for row in numbered]
 
     return tables.transact(address, attempt, what, alone=True)
+
+
+def _landed(
+    tables: NativeTables, address: str, rows: list[dict[str, Any]], table: DeltaTable
+) -> list[int] | None:
+    """The sequence numbers of a send whose earlier attempt committed although its caller was
+    told otherwise: its answer was lost, its mark was not in the log yet, and the put landed
+    after that (object storage); None when that attempt did not land. A
+    send's message ids are new, so finding them means that commit; a commit is whole, so finding
+    only some of them cannot be it. Every shard is read: a consumer may have received and
+    deleted one meanwhile, leaving its tombstone (same id and number) in a shard of their own."""
+    ids = [row["message_id"] for row in rows]
+    where = col("message_id").isin(ids)
+    found = {
+        row.message_id: row.sequence_number
+        for row in tables.select(address, ["message_id", "sequence_number"], where, at=table)
+    }
+    if not found:
+        return None
+    if len(found) != len(ids):
+        raise RuntimeError(
+            f"{len(found)} of a send's {len(ids)} new message ids are in {address}: no commit"
+            " writes part of itself"
+        )
+    return [found[message_id] for message_id in ids]
 
 
 def deduplication_history(

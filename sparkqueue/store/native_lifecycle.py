@@ -73,7 +73,7 @@ class NativeLifecycle:
                     configuration=properties,
                     storage_options=self._options,
                 )
-            except OSError as error:
+            except Exception as error:
                 raise asked_again(error) from error
             self._add_missing(address, columns)
 

@@ -95,6 +95,10 @@ class NativeTables(NativeLifecycle, NativeUpkeep):
                 f"the table {address} does not exist: its queue was deleted"
             ) from None
 
+    def reopener(self, address: str) -> Callable[[], DeltaTable] | None:
+        """How `commit_once` reads the log after a lost answer: on object storage only."""
+        return (lambda: self.open(address)) if self._layout.object_store else None
+
     def _uri(self, address: str) -> str:
         folder = self._layout.folder(address)
         return folder if folder is not None else address
@@ -195,21 +199,21 @@ class NativeTables(NativeLifecycle, NativeUpkeep):
     ) -> Counts:
         before = table.version()
         if values is None:
-            metrics = commit_once(
+            committed = commit_once(
                 table,
-                lambda: self.open(address),
+                self.reopener(address),
                 lambda mark: table.delete(
                     to_sql(rows),
                     post_commithook_properties=NO_HOOKS,
                     commit_properties=applying(mark),
                 ),
             )
-            counts = Counts(known=True, deleted=metric(metrics, "num_deleted_rows"))
+            counts = Counts(known=True, deleted=metric(committed.metrics, "num_deleted_rows"))
         else:
             updates = {quote_name(name): to_sql(value) for name, value in values.items()}
-            metrics = commit_once(
+            committed = commit_once(
                 table,
-                lambda: self.open(address),
+                self.reopener(address),
                 lambda mark: table.update(
                     updates=updates,
                     predicate=to_sql(rows),
@@ -217,9 +221,9 @@ class NativeTables(NativeLifecycle, NativeUpkeep):
                     commit_properties=applying(mark),
                 ),
             )
-            counts = Counts(known=True, updated=metric(metrics, "num_updated_rows"))
+            counts = Counts(known=True, updated=metric(committed.metrics, "num_updated_rows"))
         after_commit(table, before)
-        return dataclasses.replace(counts, version=table.version())
+        return dataclasses.replace(counts, version=committed.version)
 
     def change_where(
         self, address: str, rule: Expr, what: str, *, values: dict[str, Expr] | None = None
@@ -262,7 +266,7 @@ class NativeTables(NativeLifecycle, NativeUpkeep):
                 before = table.version()
                 commit_once(
                     table,
-                    lambda: self.open(address),
+                    self.reopener(address),
                     lambda mark: write_deltalake(
                         table,
                         data(),  # afresh on a retry: a reader is read once
@@ -282,9 +286,9 @@ class NativeTables(NativeLifecycle, NativeUpkeep):
         source = arrow_table([row], columns)
         on = f"t.{quote_name(key)} = {_SOURCE}.{quote_name(key)}"
         before = table.version()
-        metrics = commit_once(
+        committed = commit_once(
             table,
-            lambda: self.open(address),
+            self.reopener(address),
             lambda mark: (
                 table.merge(
                     source,
@@ -299,7 +303,7 @@ class NativeTables(NativeLifecycle, NativeUpkeep):
             ),
         )
         after_commit(table, before)
-        return Counts(known=True, inserted=metric(metrics, "num_target_rows_inserted"))
+        return Counts(known=True, inserted=metric(committed.metrics, "num_target_rows_inserted"))
 
     def merge_changes(self, address: str, merge: ListedMerge) -> Counts:
         """Not streamed: then delta-rs reads the source's key ranges into the commit's read
@@ -326,9 +330,9 @@ class NativeTables(NativeLifecycle, NativeUpkeep):
 
         with self._kept.lent(address) as table:
             before = table.version()
-            metrics = commit_once(table, lambda: self.open(address), write)
+            committed = commit_once(table, self.reopener(address), write)
             after_commit(table, before)
-        return Counts(known=True, updated=metric(metrics, "num_target_rows_updated"))
+        return Counts(known=True, updated=metric(committed.metrics, "num_target_rows_updated"))
 
     def row_states(self, address: str, message_id: str) -> list[RowState]:
         """One message's row through the table's kept versions (native_history.py), read again

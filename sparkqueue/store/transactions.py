@@ -119,7 +119,7 @@ def run_transaction(
             counter.add()
             if attempt + 1 == policy.attempts:
                 why = (
-                    "lost the store's answers"
+                    "lost the store's answers (none of its attempts is in the table's log)"
                     if isinstance(error, AnswerLost)
                     else "kept conflicting with concurrent commits"
                 )

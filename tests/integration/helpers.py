@@ -64,7 +64,8 @@ def engines_through_kills(root: str, folder, storage_options: dict[str, str], se
     )
     assert report.kills >= 4, report
     assert report.lost == [] and report.unsent == [] and report.too_soon == [], report
-    assert report.doubled == [], report
+    assert report.doubled == [] and report.dead_undelivered == (), report
+    assert report.failed == 0, report  # no fault but the kills: no role's step raised
     assert report.deleted + report.left == report.sent
     assert report.by_job > 0, report  # the Spark job sent and claimed
     assert report.sent > 100  # and the native producer sent its 100

@@ -3,8 +3,11 @@ delete while a Spark job (a session from `spark_session(storage_options=...)`, H
 client) sends DataFrames, claims them with `receive_df`, deletes them with `delete_df` and runs the
 redrive pass, and both kinds are killed with SIGKILL at random moments. Afterwards every message
 is accounted for, none was handed out twice within its visibility window, both engines committed,
-and no Spark transaction was committed twice. A version is Azure's to refuse to a second writer:
-delta-rs puts it with `If-None-Match: *`, Spark's log store renames it into place."""
+no Spark transaction was committed twice, no log version was written twice, and every commit of
+either engine was a conditional put (journaled by the proxy of sparkqueue/bench/faults.py, in
+front of Azurite with no fault armed). A version is Azure's to refuse to a second writer:
+delta-rs puts it with `If-None-Match: *`, Spark's log store renames it into place (on the Blob
+endpoint, a copy sent with the same condition)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from deltalake import DeltaTable
 
 from sparkqueue import Broker
 from sparkqueue.bench.chaos import DEAD_LETTERS, QUEUE
+from sparkqueue.bench.faults import fault_proxy
 from sparkqueue.errors import InvalidParameterValue
 from tests.integration.helpers import engines_through_kills
 
@@ -28,9 +32,17 @@ def credentials(azure, monkeypatch) -> dict[str, str]:
     return azure.options
 
 
-def test_both_engines_share_a_queue_on_azure_through_kills(azure, credentials, tmp_path):
+def test_both_engines_share_a_queue_on_azure_through_kills(
+    azure, credentials, tmp_path, monkeypatch
+):
     root = f"{azure.new_container('abfs')}/queues"
-    engines_through_kills(root, tmp_path / "records", credentials, seed=49)
+    with fault_proxy(azure.url) as journal:  # no faults: it journals each log version's puts
+        monkeypatch.setenv("AZURITE_BLOB_STORAGE_URL", journal.url)  # both engines' address
+        engines_through_kills(root, tmp_path / "records", credentials, seed=49)
+        puts = journal.log_puts()
+    assert puts and all(put["conditional"] for put in puts)  # both engines' commits
+    written = Counter(put["key"] for put in puts if put["status"] < 300)
+    assert max(written.values()) == 1  # no version written twice
 
     broker = Broker(None, root, storage_options=credentials)
     infos = [

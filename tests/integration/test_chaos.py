@@ -26,6 +26,8 @@ def test_killed_consumers_and_redrive_jobs_lose_nothing_and_deliver_nothing_too_
     assert report.kills >= 4, report  # consumers and the job in turn, each once it was up
     assert report.sent == 120
     assert report.lost == [] and report.unsent == [] and report.too_soon == [], report
+    assert report.dead_undelivered == (), report  # every dead letter was handed out first
+    assert report.failed == 0, report  # no fault but the kills: no role's step raised
     assert report.doubled == [], report
     assert report.deleted + report.left == report.sent
     assert report.deleted > 0 and report.delivered >= report.deleted

@@ -64,3 +64,12 @@ def test_a_send_cut_short_by_a_kill_counts_as_sent_where_it_landed(tmp_path):
     (folder / "sending-job-1.log").write_text("m1\nm2\nm3\n")  # m2 left in the queue, m3 nowhere
     report = tally(folder, Counter(["m2"]), kills=1)
     assert (report.sent, report.lost, report.unsent) == (3, ["a"], [])
+
+
+def test_a_dead_letter_never_handed_out_is_reported(tmp_path):
+    folder = tmp_path / "records"
+    folder.mkdir()
+    (folder / "sent.log").write_text("a\nb\n")
+    (folder / "delivered-1.log").write_text("1.0 a 1\n")
+    report = tally(folder, Counter({"a": 1, "b": 1}), kills=0, dead={"a", "b"})
+    assert report.dead_undelivered == ("b",)

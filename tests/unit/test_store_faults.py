@@ -12,17 +12,22 @@ from collections.abc import Callable
 import pytest
 
 from sparkqueue import Broker
-from sparkqueue.bench.faults import COMMITS, KINDS, fault_proxy
+from sparkqueue.bench.faults import COMMITS, KINDS, Target, fault_proxy
+from sparkqueue.engine.messages import bulk
 from sparkqueue.errors import QueueDoesNotExist, QueueError
 from sparkqueue.testing import FakeClock
 
 CLIENT_TIMEOUT = "2s"  # object_store's per request: a stall outlasts it
 STALL_SECONDS = 3.0
-SLOW_SECONDS = 0.05
+SLOW_SECONDS = 0.02
+PUT, REMOVALS = frozenset({"PUT"}), frozenset({"DELETE", "POST"})
 
 
 def _create_queue(broker: Broker, faulted: Callable) -> None:
-    faulted(lambda: broker.create_queue("made"))
+    # the queue table's first version, not the registry's commit before it
+    faulted(
+        lambda: broker.create_queue("made"), Target(PUT, r"/made-[^/]+/_delta_log/0{20}\.json$")
+    )
     assert [q for q in broker.list_queues() if q == "made"] == ["made"]
     broker.get_queue("made").send("works")
     assert [m.body for m in broker.get_queue("made").receive(10)] == ["works"]
@@ -63,6 +68,20 @@ def _receive(broker: Broker, faulted: Callable) -> None:
     assert queue.stats().in_flight == 0
 
 
+def _stream_claim(broker: Broker, faulted: Callable) -> None:
+    """A streaming batch's claim (and a native receive_df's): one UPDATE by id range, whose
+    rows its tasks then read at the table version the claim's commit wrote."""
+    queue = broker.create_queue("streamed")
+    queue.send_batch([f"m{i}" for i in range(5)])
+    ctx, record = broker.context, broker.context.record("streamed")
+    claim, version = faulted(lambda: bulk.claim_oldest(ctx, record, 3, 600))
+    shards = sorted({shard for shard, _, _ in claim.bounds})
+    # a retried claim may take fewer (each retry asks for half): what it took, it holds alone
+    assert bulk.read_held(ctx.native, record, [claim], shards, version).num_rows == claim.count
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight) == (5 - claim.count, claim.count) != (5, 0)
+
+
 def _delete(broker: Broker, faulted: Callable) -> None:
     queue = broker.create_queue("deletes")
     queue.send("gone")
@@ -95,15 +114,16 @@ def _redrive_move(broker: Broker, faulted: Callable, clock: FakeClock) -> None:
 
 def _delete_queue(broker: Broker, faulted: Callable) -> None:
     broker.create_queue("dropped").send("x")
-    faulted(lambda: broker.delete_queue("dropped"))
+    # the folder's removal: S3's DeleteObjects, Azure's batch of deletes
+    faulted(lambda: broker.delete_queue("dropped"), Target(REMOVALS, r"[?&]delete|comp=batch"))
     assert "dropped" not in broker.list_queues()
     with pytest.raises(QueueDoesNotExist):
         broker.get_queue("dropped")
 
 
 OPERATIONS = [
-    _create_queue, _send, _fifo_send, _send_batch, _receive, _delete, _change_visibility,
-    _redrive_move, _delete_queue,
+    _create_queue, _send, _fifo_send, _send_batch, _receive, _stream_claim, _delete,
+    _change_visibility, _redrive_move, _delete_queue,
 ]  # fmt: skip
 
 
@@ -129,18 +149,18 @@ def test_every_operation_succeeds_once_or_fails_cleanly_under_each_fault(store, 
             clock = FakeClock()
             broker = Broker(None, new_root(), storage_options=faulted_options, clock=clock)
 
-            def faulted(call, name=operation.__name__):
+            def faulted(call, target=COMMITS, name=operation.__name__):
                 if kind == "slow":
                     proxy.slow(SLOW_SECONDS)
                 else:
-                    proxy.arm(kind, COMMITS)
+                    proxy.arm(kind, target)
                 try:
                     return call()
                 except QueueError as error:  # a clear error: then it did not happen
                     outcomes[name] = type(error).__name__
                     raise
                 finally:
-                    assert proxy.armed() == 0, "the fault never met the operation's commit"
+                    assert proxy.armed() == 0, "the fault never met the operation's request"
                     proxy.disarm()
 
             if operation is _redrive_move:

@@ -36,7 +36,7 @@ from ...store.native_tables import NativeTables
 from ...store.registry import QueueRecord
 from ..conditions import claimable, id_range, issued_handle, nearness
 from ..context import QueueContext
-from .claim import claim_values, count_in_flight, landed, unclaim_values
+from .claim import claim_values, count_in_flight, unclaim_values
 
 _TOKEN = re.compile(r"[0-9a-f]{32}")
 _ID = re.compile(r"[0-9a-f-]{36}")
@@ -115,9 +115,8 @@ def claim_oldest(
     claimable. OverLimit when the queue's in-flight limit is reached, as every receive.
 
     A conflict retries the whole read and claim, each retry for half as many (fewer files, fewer
-    shards: a large claim beside busy receivers must still win one); a "conflict" that is this
-    very commit, its answer lost, is recognised by rows holding its handles (claim.py,
-    `landed`)."""
+    shards: a large claim beside busy receivers must still win one). A claim whose answer the
+    store lost is found in the log by the commit's mark (store/native_commits.py)."""
     tables, attrs, location = native(ctx, record), record.attributes, record.location
     token = handles.new_token()
     gauge = ctx.in_flight.of(location, fifo=False)
@@ -143,12 +142,8 @@ def claim_oldest(
                 **claim_values(now, until),
                 "receipt_handle": issued_handle(record.secret, token),
             }
-            try:
-                counts = tables.change(location, _in_bounds(claim) & visible, values)
-                claimed, version = counts.updated, counts.version
-            except Exception as error:
-                claimed = len(landed(tables, location, error, held_by(record, [claim])))
-                version = None
+            counts = tables.change(location, _in_bounds(claim) & visible, values)
+            claimed, version = counts.updated, counts.version
             ctx.handouts.took(location, began, ctx.now())
         finally:  # rows beyond the read are released below
             gauge.settle(granted, min(claimed, granted))
