@@ -83,7 +83,7 @@ def _soak(
     chances: dict[str, float],
 ) -> dict[str, Any]:
     stop = threading.Event()
-    timings: list[tuple[float, float]] = []  # (when, seconds) of each probe receive
+    timings: list[tuple[float, float, bool]] = []  # (when, seconds, failed) of each probe receive
     rows: list[dict[str, Any]] = []
     started = time.monotonic()
 
@@ -96,8 +96,9 @@ def _soak(
                 try:
                     messages = queue.receive(10, visibility_timeout=TIMEOUT_SECONDS)
                 except Exception:  # a fault the retries did not outlast: the next try
-                    continue
-                timings.append((began - started, time.monotonic() - began))
+                    messages = None
+                # what the caller waited, answer or error
+                timings.append((began - started, time.monotonic() - began, messages is None))
                 if not messages:
                     stop.wait(0.2)
                     continue
@@ -154,12 +155,15 @@ def _window(
     root: str,
     options: dict[str, str],
     proxy: FaultProxy,
-    timings: list[tuple[float, float]],
+    timings: list[tuple[float, float, bool]],
     end: float,
     span: float,
 ) -> dict[str, Any]:
     """One window's row: the probe's receives in it, the table and its log, faults so far."""
-    taken = sorted(duration for when, duration in list(timings) if end - span <= when < end)
+    window = [
+        (duration, failed) for when, duration, failed in list(timings) if end - span <= when < end
+    ]
+    taken = sorted(duration for duration, _ in window)
     broker = Broker(None, root, storage_options=options)
     location = broker.context.record(QUEUE).location
     native = broker.context.native
@@ -170,6 +174,7 @@ def _window(
     return {
         "at_s": round(end, 1),
         "receives": len(taken),
+        "receive_errors": sum(failed for _, failed in window),
         "receive_p50_ms": percentile(taken, 0.5) * 1000 if taken else 0.0,
         "receive_p99_ms": percentile(taken, 0.99) * 1000 if taken else 0.0,
         "active_files": files,
