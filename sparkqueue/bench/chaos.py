@@ -54,7 +54,7 @@ STOP_FILE = "stop"
 SPARK_WORK_FILE = "spark-work"  # present: the job sends and claims DataFrames too
 JOB_BATCH = 10  # rows the job sends, and claims, at a time
 # How a role's output (its .out file) notes a receive or a round that raised and was tried again.
-FAILED_PREFIXES = ("receive failed", "round failed")
+FAILED_PREFIXES = ("receive failed", "round failed", "send failed")
 # A hand-out is logged just after it happens; on two busy cores a process may pause in between.
 CLOCK_SLACK_SECONDS = 1.0
 
@@ -249,11 +249,21 @@ def _apart(times: list[tuple[float, int]]) -> bool:
 
 
 def produce(queue: Any, folder: Path, messages: int, pace: float) -> None:
-    """Sends `messages` in batches of 20, each batch's bodies recorded once its send committed."""
-    with (folder / "sent.log").open("a") as log:
+    """Sends `messages` in batches of 20, each batch's bodies recorded before its send and once
+    it committed (a send that raised may have landed: the tally finds it in the tables)."""
+    with (
+        (folder / "sending-producer.log").open("a") as sending,
+        (folder / "sent.log").open("a") as log,
+    ):
         for start in range(0, messages, 20):
             bodies = [f"work-{i}" for i in range(start, min(messages, start + 20))]
-            queue.send_batch(bodies)
+            sending.write("\n".join(bodies) + "\n")
+            sending.flush()
+            try:
+                queue.send_batch(bodies)
+            except Exception as error:  # a store's fault (the soak): landed or not, the tally says
+                print(f"{FAILED_PREFIXES[2]}: {error}", file=sys.stderr, flush=True)
+                continue
             log.write("\n".join(bodies) + "\n")
             log.flush()
             time.sleep(pace)
@@ -305,6 +315,7 @@ def job(root: str, folder: Path) -> None:
                 _round(broker, spark_work, f"job-{started}-{batch}", sending, sent, delivered)
             except Exception as error:  # a store's fault (the soak): the records say what landed
                 print(f"{FAILED_PREFIXES[1]} {batch}: {error}", flush=True)
+                time.sleep(1.0)
                 continue
             # Up (worth a kill) once a whole round has run: a JVM's first round is slow.
             (folder / f"up-{os.getpid()}").touch()

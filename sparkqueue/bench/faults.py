@@ -52,8 +52,8 @@ _ERROR = "<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code><Messa
 
 @dataclass(frozen=True)
 class Target:
-    """The requests a fault may hit: any of `methods` (none: every method), a path that
-    `path` (a regular expression) is found in, a User-Agent that holds `agent`."""
+    """The requests a fault may hit: any of `methods` (none: every method), a path (with its
+    query) that `path` (a regular expression) is found in, a User-Agent that holds `agent`."""
 
     methods: frozenset[str] = frozenset()
     path: str = ""
@@ -68,7 +68,7 @@ class Target:
 
 
 # A Delta log version's put: delta-rs's conditional put, S3A's, and ABFS's copy onto the name.
-COMMITS = Target(frozenset({"PUT"}), r"/_delta_log/\d{20}\.json$")
+COMMITS = Target(frozenset({"PUT"}), r"/_delta_log/\d{20}\.json(\?|$)")  # ABFS adds a query
 EVERYTHING = Target()
 
 
@@ -252,9 +252,10 @@ class _Handler(BaseHTTPRequestHandler):
         if COMMITS.matches(self.command, self.path, ""):
             with self.state.lock:
                 self.state.puts.append({
-                    "key": self.path,
+                    "key": urlsplit(self.path).path,  # without ABFS's `?timeout=90`
                     "status": status,
                     "conditional": self.headers.get("If-None-Match") == "*",
+                    "copy": "x-ms-copy-source" in self.headers,  # ABFS's rename (Spark's)
                     "lost": kind == "lose",
                 })  # fmt: skip
         if kind == "lose":

@@ -12,6 +12,8 @@ from .checkpoints import SUMMARY
 OPERATIONS = ("send", "receive", "delete")  # the endpoint scenario's calls, in cycle order
 PEER = "(peer)"  # a peer's row: measured beside ours, no bar
 DRY = {True: " (ran dry)", False: ""}
+# A chaos or soak report's lists of messages that went wrong, each a problem.
+PROBLEMS = ("lost", "unsent", "too_soon", "doubled", "dead_undelivered")
 # The worker loop's bars for one worker, by batch size (the native engine's).
 WORKER_BARS = {
     10: ">= 40 msg/s",
@@ -259,33 +261,31 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     if "chaos" in results:
         chaos = results["chaos"]
-        problems = len(chaos["lost"]) + len(chaos["unsent"]) + len(chaos["too_soon"])
+        problems = sum(len(chaos[kind]) for kind in PROBLEMS)
         rows.append(
             (
                 f"chaos: {chaos['kills']} kills, {chaos['sent']} sent",
-                f"{chaos['deleted']} deleted, {chaos['left']} left, {problems} problems",
+                f"{chaos['deleted']} deleted, {chaos['left']} left, {problems} problems"
+                f", {chaos.get('failed', 0)} steps raised",
                 "0 lost / twice too soon",
             )
         )
     if "soak" in results:
         soak, report = results["soak"], results["soak"]["report"]
-        kinds = ["lost", "unsent", "too_soon", "doubled", "dead_undelivered"]
-        problems = sum(len(report[kind]) for kind in kinds)
-        first, last = soak["windows"][0], soak["windows"][-1]
+        problems = sum(len(report[kind]) for kind in PROBLEMS)
+        measured = [window for window in soak["windows"] if "receive_p99_ms" in window]
         rows.append(
             (
                 f"soak: {sum(soak['faults'].values())} faults, {report['sent']} sent",
-                f"{report['deleted']} deleted, {report['left']} left, {problems} problems",
+                f"{report['deleted']} deleted, {report['left']} left, {problems} problems"
+                f", {report['failed']} steps raised",
                 "0 lost / twice / dead undelivered",
             )
         )
-        rows.append(
-            (
-                "soak receive p99, first / last window",
-                f"{first['receive_p99_ms']:.0f} / {last['receive_p99_ms']:.0f} ms",
-                "last <= 1.5x first",
-            )
-        )
+        if measured:
+            first, last = measured[0]["receive_p99_ms"], measured[-1]["receive_p99_ms"]
+            window = "soak receive p99, first / last window"
+            rows.append((window, f"{first:.0f} / {last:.0f} ms", "last <= 1.5x first"))
     if "console" in results:
         pages = " / ".join(f"{ms:.0f}" for ms in results["console"].values())
         rows.append((f"console p50: {' / '.join(results['console'])}", f"{pages} ms", "< 200 ms"))

@@ -114,7 +114,10 @@ def _soak(
         for number in range(1, windows + 1):
             if stop.wait(max(0.0, started + number * span - time.monotonic())):
                 return
-            rows.append(_window(root, options, proxy, timings, number * span, span))
+            try:
+                rows.append(_window(root, options, proxy, timings, number * span, span))
+            except Exception as error:  # a store's fault on the sampler's own reads
+                rows.append({"at_s": round(number * span, 1), "error": str(error)[:200]})
 
     threads = [threading.Thread(target=probe), threading.Thread(target=sample)]
     for thread in threads:

@@ -15,7 +15,7 @@ from typing import Any
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction
 
 from .statements import APP_TXN_VERSION
-from .transactions import AnswerLost, is_commit_conflict
+from .transactions import STALE_READ_MARKER, AnswerLost, is_commit_conflict
 
 log = logging.getLogger(__name__)
 # Every write commits alone: delta-rs's own after-commit work (a checkpoint, log cleanup) would
@@ -86,7 +86,9 @@ def commit_once(
         metrics = write(mark) or {}
     except Exception as error:
         lost = unanswered(error)
-        if reopen is None or not (lost or is_commit_conflict(error)):
+        if reopen is None or STALE_READ_MARKER in str(error):  # no put was made
+            raise
+        if not (lost or is_commit_conflict(error)):
             raise
         found = _marked_commit(reopen(), before, mark)
         if found is not None:

@@ -41,7 +41,8 @@ def test_both_engines_share_a_queue_on_azure_through_kills(
         engines_through_kills(root, tmp_path / "records", credentials, seed=49)
         puts = journal.log_puts()
     monkeypatch.setenv("AZURITE_BLOB_STORAGE_URL", azure.url)
-    assert puts and all(put["conditional"] for put in puts)  # both engines' commits
+    assert all(put["conditional"] for put in puts)  # both engines' commits
+    assert any(put["copy"] for put in puts) and not all(put["copy"] for put in puts)
     written = Counter(put["key"] for put in puts if put["status"] < 300)
     assert max(written.values()) == 1  # no version written twice
 

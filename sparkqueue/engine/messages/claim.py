@@ -22,7 +22,8 @@ from ...rules.expr import Call, Expr, any_of, coalesce, col, lit, null, when
 from ...rules.fairness import TenantView, judge, tenant_counts
 from ...rules.ids import first_id_at
 from ...store.registry import QueueRecord
-from ...store.statements import Row
+from ...store.statements import Row, Tables
+from ...store.transactions import is_commit_conflict
 from ..conditions import claimable, id_range, in_flight, issued_handle
 from ..context import QueueContext
 from ..fifo import operations as fifo_ops
@@ -202,10 +203,26 @@ def _claim_rows(
     else:
         rows, new_handle = by_id & unchanged, handle
     mine = by_id & (col("receipt_handle") == handle)
-    counts = tables.change(record.location, rows, {**values, "receipt_handle": new_handle})
+    try:
+        counts = tables.change(record.location, rows, {**values, "receipt_handle": new_handle})
+    except Exception as error:
+        return [row.message_id for row in landed(tables, record.location, error, mine)]
     if counts.all_of(len(ids)):
         return ids
     return [row.message_id for row in tables.select(record.location, ["message_id"], mine)]
+
+
+def landed(tables: Tables, location: str, error: Exception, mine: Expr) -> list[Row]:
+    """After a claim's statement failed: the rows holding this claim's handles (`mine`) when the
+    "conflict" was this very statement, committed with its answer lost, since a retry would
+    claim other messages besides; otherwise the error, raised again. Spark's commits on
+    Azure's Blob endpoint need it (ABFS retries a copy whose answer was lost, Azure refuses the
+    retry, and Delta checks the transaction against itself); the native engine's own are found
+    by their mark before this (store/native_commits.py)."""
+    found = is_commit_conflict(error) and tables.select(location, ["message_id"], mine)
+    if not found:
+        raise error
+    return found
 
 
 def still_claimable(found: list[Row], now: datetime, attrs: QueueAttributes) -> Expr:

@@ -17,6 +17,7 @@ from ...errors import OverLimit
 from ...rules import handles
 from ...store.registry import QueueRecord
 from ...store.statements import Row
+from ...store.transactions import is_commit_conflict
 from ..context import QueueContext
 from ..messages.acknowledge import present
 from ..messages.claim import candidates, count_in_flight, message_of
@@ -82,7 +83,14 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 claimed_until=claimed_until,
                 token=token,
             )
-            committed = _commit(writes)
+            try:
+                committed = _commit(writes)
+            except Exception as error:
+                # This very commit, landed with its answer lost (see messages/claim.py), when
+                # rows hold the handles it issued: the table then says what each caller got.
+                if not (found and is_commit_conflict(error) and holding(ctx, record, issued)):
+                    raise
+                committed = False
             if found:
                 ctx.handouts.took(record.location, began, ctx.now())
             if committed:
