@@ -255,7 +255,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "key": urlsplit(self.path).path,  # without ABFS's `?timeout=90`
                     "status": status,
                     "conditional": self.headers.get("If-None-Match") == "*",
-                    "copy": "x-ms-copy-source" in self.headers,  # ABFS's rename (Spark's)
+                    "agent": self.headers.get("User-Agent", ""),
                     "lost": kind == "lose",
                 })  # fmt: skip
         if kind == "lose":
