@@ -88,6 +88,7 @@ def run_chaos(
     min_kills: int = 0,
     spark_work: bool = False,
     storage_options: Mapping[str, str] | None = None,
+    send_seconds: float | None = None,
 ) -> ChaosReport:
     """Runs the roles for `seconds`, killing one at a time every `kill_every` seconds (a random
     span; consumers and the job in turn, each once it is up), then lets the consumers drain what
@@ -95,7 +96,8 @@ def run_chaos(
     Kills need their victims up (the job's JVM is slow to start on a loaded machine): the run goes
     on past `seconds`, up to three times as long, until it has made `min_kills` and, with
     `spark_work`, until a job has done a round. On object storage
-    `storage_options` are the roles' environment too."""
+    `storage_options` are the roles' environment too. `send_seconds`: the producer stops then,
+    whatever it has sent (the soak's steady rate); by default it sends all `messages`."""
     rng = random.Random(seed)
     broker = Broker(spark, root, storage_options=storage_options)
     broker.create_queue(DEAD_LETTERS)
@@ -111,8 +113,10 @@ def run_chaos(
     environment = {**os.environ, **(storage_options or {})}
     roles = [f"consumer-{i}" for i in range(consumers)] + ["job"]
     running = {name: _start(name, root, folder, environment) for name in roles}
-    pace = max(0.05, seconds / 2 / (messages / 20))  # sends for about half the run
-    sending = threading.Thread(target=produce, args=(queue, folder, messages, pace))
+    # sends for about half the run, or at a steady rate for `send_seconds`
+    pace = max(0.05, (send_seconds or seconds / 2) / (messages / 20))
+    until = None if send_seconds is None else time.monotonic() + send_seconds
+    sending = threading.Thread(target=produce, args=(queue, folder, messages, pace, until))
     sending.start()
     kills, started = 0, time.monotonic()
     jobs = [running["job"]]  # every job process started, to know whether one has done a round
@@ -248,7 +252,9 @@ def _apart(times: list[tuple[float, int]]) -> bool:
 # -- the roles, each in a process of its own -------------------------------------------------------
 
 
-def produce(queue: Any, folder: Path, messages: int, pace: float) -> None:
+def produce(
+    queue: Any, folder: Path, messages: int, pace: float, until: float | None = None
+) -> None:
     """Sends `messages` in batches of 20, each batch's bodies recorded before its send and once
     it committed (a send that raised may have landed: the tally finds it in the tables)."""
     with (
@@ -256,6 +262,8 @@ def produce(queue: Any, folder: Path, messages: int, pace: float) -> None:
         (folder / "sent.log").open("a") as log,
     ):
         for start in range(0, messages, 20):
+            if until is not None and time.monotonic() > until:
+                return
             bodies = [f"work-{i}" for i in range(start, min(messages, start + 20))]
             sending.write("\n".join(bodies) + "\n")
             sending.flush()

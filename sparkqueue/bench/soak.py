@@ -128,7 +128,7 @@ def _soak(
         report = run_chaos(
             None, root, folder, seconds=seconds, consumers=consumers,
             messages=int(rate * seconds), kill_every=(seconds * 10, seconds * 10),
-            spark_work=spark_work, storage_options=options,
+            spark_work=spark_work, storage_options=options, send_seconds=seconds,
         )  # fmt: skip
     finally:
         proxy.disarm()
