@@ -8,7 +8,6 @@ import functools
 import shutil
 import threading
 from collections.abc import Callable
-from typing import TypeVar
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -22,8 +21,6 @@ from .native_pool import OpenTables
 from .schema import Columns
 from .tables import PathLayout
 from .transactions import ConflictCounter, RetryPolicy, run_transaction
-
-T = TypeVar("T")
 
 
 class NativeLifecycle:
