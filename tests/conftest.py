@@ -24,6 +24,15 @@ _CHROMIUM = pytest.StashKey[object]()
 _FIRST_GROUP_SEEN = pytest.StashKey[bool]()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fault-kinds",
+        default=None,
+        help="The store-fault kinds the Spark fault matrix runs (comma-separated, or 'all'; by"
+        " default those of tests/integration/test_spark_store_faults.py's DEFAULT_KINDS).",
+    )
+
+
 @pytest.hookimpl(tryfirst=True)  # the groups are marked before xdist reads them
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

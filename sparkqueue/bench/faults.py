@@ -59,6 +59,12 @@ class Target:
     path: str = ""
     agent: str = ""
 
+    @classmethod
+    def commits_of(cls, location: str) -> Target:
+        """The log-version puts of the table at `location` alone (a store's request path ends
+        with the table's path)."""
+        return cls(frozenset({"PUT"}), re.escape(urlsplit(location).path) + _VERSION)
+
     def matches(self, method: str, path: str, agent: str) -> bool:
         return (
             (not self.methods or method in self.methods)
@@ -68,7 +74,8 @@ class Target:
 
 
 # A Delta log version's put: delta-rs's conditional put, S3A's, and ABFS's copy onto the name.
-COMMITS = Target(frozenset({"PUT"}), r"/_delta_log/\d{20}\.json(\?|$)")  # ABFS adds a query
+_VERSION = r"/_delta_log/\d{20}\.json(\?|$)"  # ABFS adds a query
+COMMITS = Target(frozenset({"PUT"}), _VERSION)
 EVERYTHING = Target()
 
 
@@ -118,23 +125,13 @@ class _State:
         return None
 
 
-class FaultProxy:
-    """The proxy: a process of its own (delta-rs holds the GIL through some of its calls, so a
-    proxy thread beside it would stall with it), steered over HTTP on its own `/_faults/`
-    paths. A context manager; `fault_proxy()` starts one."""
+class FaultSwitches:
+    """The steering of a running proxy at `url`, over HTTP on its own `/_faults/` paths: from
+    the process that started it or any other (a Spark driver that arms a fault before each of
+    its operations)."""
 
-    def __init__(self, upstream: str, *, stall_seconds: float = 10.0) -> None:
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", __name__, upstream, str(stall_seconds)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self._process.stdout is not None
-        port = self._process.stdout.readline().strip()
-        if not port.isdigit():
-            self._process.kill()
-            raise RuntimeError(f"the fault proxy did not start (exit {self._process.wait()})")
-        self.url = f"http://127.0.0.1:{port}"
+    def __init__(self, url: str) -> None:
+        self.url = url
 
     def arm(
         self, kind: str, target: Target = EVERYTHING, count: int = 1, *, seconds: float = 1.0
@@ -175,6 +172,32 @@ class FaultProxy:
         """Faults injected so far, by kind."""
         return Counter(each.kind for each in self.injected())
 
+    def _steer(self, what: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            f"{self.url}{CONTROL}{what}", data=json.dumps(body).encode(), method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read() or b"{}")
+
+
+class FaultProxy(FaultSwitches):
+    """The proxy: a process of its own (delta-rs holds the GIL through some of its calls, so a
+    proxy thread beside it would stall with it). A context manager; `fault_proxy()` starts
+    one."""
+
+    def __init__(self, upstream: str, *, stall_seconds: float = 10.0) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", __name__, upstream, str(stall_seconds)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        port = self._process.stdout.readline().strip()
+        if not port.isdigit():
+            self._process.kill()
+            raise RuntimeError(f"the fault proxy did not start (exit {self._process.wait()})")
+        super().__init__(f"http://127.0.0.1:{port}")
+
     def stop(self) -> None:
         self._process.terminate()
         try:
@@ -182,13 +205,6 @@ class FaultProxy:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
-
-    def _steer(self, what: str, body: dict[str, Any]) -> dict[str, Any]:
-        request = urllib.request.Request(
-            f"{self.url}{CONTROL}{what}", data=json.dumps(body).encode(), method="POST"
-        )
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return json.loads(answer.read() or b"{}")
 
 
 def _armed(

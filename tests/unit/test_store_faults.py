@@ -74,7 +74,9 @@ def _stream_claim(broker: Broker, faulted: Callable) -> None:
     queue = broker.create_queue("streamed")
     queue.send_batch([f"m{i}" for i in range(5)])
     ctx, record = broker.context, broker.context.record("streamed")
-    claim, version = faulted(lambda: bulk.claim_oldest(ctx, record, 3, 600))
+    claim, version = faulted(
+        lambda: bulk.claim_oldest(ctx, record, 3, 600), Target.commits_of(record.location)
+    )
     shards = sorted({shard for shard, _, _ in claim.bounds})
     # a retried claim may take fewer (each retry asks for half): what it took, it holds alone
     assert bulk.read_held(ctx.native, record, [claim], shards, version).num_rows == claim.count
@@ -106,7 +108,8 @@ def _redrive_move(broker: Broker, faulted: Callable, clock: FakeClock) -> None:
     queue.send("exhausted")
     assert len(queue.receive(1, visibility_timeout=5)) == 1
     clock.advance(6)
-    faulted(lambda: broker.redrive())
+    # the move's copy into the dead-letter queue (the pass creates its metrics table first)
+    faulted(lambda: broker.redrive(), Target.commits_of(broker.context.record("dead").location))
     assert queue.stats().visible == queue.stats().in_flight == 0
     [moved] = broker.get_queue("dead").receive(10)
     assert (moved.body, moved.receive_count) == ("exhausted", 1)  # delivered once, then moved

@@ -39,7 +39,7 @@ from ..conditions import claimable, issued_handle, nearness
 from ..context import QueueContext
 from ..fifo.operations import FifoSnapshot
 from ..messages import bulk
-from ..messages.claim import claim_values, count_in_flight, unclaim_values
+from ..messages.claim import claim_values, count_in_flight, landed, unclaim_values
 from . import ranges
 from .id_merges import claim_update, keyed_merge
 from .ranges import RangeClaim
@@ -84,7 +84,9 @@ def receive_df(
         except QueueDoesNotExist:  # deleted while the claim staged: its claims table goes too
             in_flight.settle(granted, 0)
             raise
-        except Exception:
+        except Exception as error:
+            if claim.landed(error):  # settle() makes the stage and the queue agree
+                return claim
             in_flight.settle(granted, 0)
             _discard(ctx, claims_table, claim.token)  # so the stage never shows rows not claimed
             raise
@@ -221,6 +223,16 @@ class _Claim:
             )
             return won
         return _drop_lost_claims(ctx, record, self.claims_table, self.token, self._shards)
+
+    def landed(self, error: Exception) -> bool:
+        """Whether the commit that raised `error` landed all the same (its answer lost, the
+        "conflict" itself): then the queue holds rows under this claim's handle, which a retry
+        would leave in flight with no caller holding them while it claimed others."""
+        mine = col("receipt_handle") == issued_handle(self.record.secret, self.token)
+        found = landed(self.ctx.tables_for(self.record), self.record.location, error, mine)
+        if found:
+            self._proof, self._settled = (False, 0, 0), None  # counts unknown: reconcile
+        return bool(found)
 
     def _release(self) -> dict[str, Column]:
         """What a row the claim's UPDATE took beyond its stage becomes: as if never received."""

@@ -206,7 +206,10 @@ def _claim_rows(
     try:
         counts = tables.change(record.location, rows, {**values, "receipt_handle": new_handle})
     except Exception as error:
-        return [row.message_id for row in landed(tables, record.location, error, mine)]
+        found = landed(tables, record.location, error, mine)
+        if not found:
+            raise
+        return [row.message_id for row in found]
     if counts.all_of(len(ids)):
         return ids
     return [row.message_id for row in tables.select(record.location, ["message_id"], mine)]
@@ -215,14 +218,14 @@ def _claim_rows(
 def landed(tables: Tables, location: str, error: Exception, mine: Expr) -> list[Row]:
     """After a claim's statement failed: the rows holding this claim's handles (`mine`) when the
     "conflict" was this very statement, committed with its answer lost, since a retry would
-    claim other messages besides; otherwise the error, raised again. Spark's commits on
+    claim other messages besides; none otherwise (the error stands). Spark's commits on
     Azure's Blob endpoint need it (ABFS retries a copy whose answer was lost, Azure refuses the
-    retry, and Delta checks the transaction against itself); the native engine's own are found
-    by their mark before this (store/native_commits.py)."""
-    found = is_commit_conflict(error) and tables.select(location, ["message_id"], mine)
-    if not found:
-        raise error
-    return found
+    retry, and Delta checks the transaction against itself), a `receive` and a `receive_df`
+    alike; the native engine's own are found by their mark before this
+    (store/native_commits.py)."""
+    if not is_commit_conflict(error):
+        return []
+    return tables.select(location, ["message_id"], mine)
 
 
 def still_claimable(found: list[Row], now: datetime, attrs: QueueAttributes) -> Expr:
