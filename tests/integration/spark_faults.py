@@ -25,6 +25,7 @@ from sparkqueue import Broker, spark_session
 from sparkqueue.bench.faults import FaultSwitches, Target
 from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
 from sparkqueue.testing import FakeClock
+from tests.fault_cases import redrive_move
 
 SLOW_SECONDS = 0.5
 
@@ -63,17 +64,12 @@ def _delete_df(spark, broker: Broker, in_spark: Broker, faulted: Callable) -> No
 def _redrive_move(
     spark, broker: Broker, in_spark: Broker, faulted: Callable, clock: FakeClock
 ) -> None:
-    broker.create_queue("dead")
-    queue = broker.create_queue("redriven", dead_letter_queue="dead", max_receive_count=1)
-    queue.send("exhausted")
-    assert len(queue.receive(1, visibility_timeout=5)) == 1
-    clock.advance(6)
     no_upkeep = RedriveSettings(defaults=UpkeepSettings(upkeep_every_seconds=0))
-    faulted(lambda: in_spark.redrive(["redriven"], settings=no_upkeep), "dead")
-    stats = queue.stats()
-    assert (stats.visible, stats.in_flight) == (0, 0), stats
-    [moved] = broker.get_queue("dead").receive(10)
-    assert (moved.body, moved.receive_count) == ("exhausted", 1)  # delivered once, then moved
+    redrive_move(
+        broker,
+        clock,
+        lambda: faulted(lambda: in_spark.redrive(["redriven"], settings=no_upkeep), "dead"),
+    )
 
 
 OPERATIONS = [_send_df, _receive_df, _delete_df, _redrive_move]

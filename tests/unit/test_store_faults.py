@@ -16,6 +16,7 @@ from sparkqueue.bench.faults import COMMITS, KINDS, Target, fault_proxy
 from sparkqueue.engine.messages import bulk
 from sparkqueue.errors import QueueDoesNotExist, QueueError
 from sparkqueue.testing import FakeClock
+from tests.fault_cases import redrive_move
 
 CLIENT_TIMEOUT = "2s"  # object_store's per request: a stall outlasts it
 STALL_SECONDS = 3.0
@@ -103,16 +104,11 @@ def _change_visibility(broker: Broker, faulted: Callable) -> None:
 
 
 def _redrive_move(broker: Broker, faulted: Callable, clock: FakeClock) -> None:
-    broker.create_queue("dead")
-    queue = broker.create_queue("redriven", dead_letter_queue="dead", max_receive_count=1)
-    queue.send("exhausted")
-    assert len(queue.receive(1, visibility_timeout=5)) == 1
-    clock.advance(6)
-    # the move's copy into the dead-letter queue (the pass creates its metrics table first)
-    faulted(lambda: broker.redrive(), Target.commits_of(broker.context.record("dead").location))
-    assert queue.stats().visible == queue.stats().in_flight == 0
-    [moved] = broker.get_queue("dead").receive(10)
-    assert (moved.body, moved.receive_count) == ("exhausted", 1)  # delivered once, then moved
+    def redrive() -> None:  # aimed at the move's copy (the pass creates its metrics table first)
+        dead = broker.context.record("dead").location
+        faulted(broker.redrive, Target.commits_of(dead))
+
+    redrive_move(broker, clock, redrive)
 
 
 def _delete_queue(broker: Broker, faulted: Callable) -> None:
