@@ -38,6 +38,12 @@ IMMUTABLE = frozenset({"fifo", "shards", "created_at"})
 # SQS's RedriveAllowPolicy: who may name a queue as their dead-letter queue.
 REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
 MAX_REDRIVE_SOURCES = 10
+# SQS's high-throughput FIFO settings, kept in `sqs_metadata` in SQS's spelling; the queue's
+# DeduplicationScope is acted on (`deduplicates_in_group`).
+FIFO_MODES = {
+    "DeduplicationScope": ("messageGroup", "queue"),
+    "FifoThroughputLimit": ("perQueue", "perMessageGroupId"),
+}
 MAX_TAGS = 50
 MAX_TAG_KEY_LENGTH = 128
 MAX_TAG_VALUE_LENGTH = 256
@@ -63,9 +69,10 @@ class QueueAttributes:
     redrive_allow_policy: str | None = None
     # Labels and timestamps, as SQS keeps them with a queue; `create_queue` compares none of them.
     tags: dict[str, str] = field(default_factory=dict, compare=False)
-    # SQS attributes that clients set and read back but sparkqueue does not act on (an access
-    # Policy, KMS settings, high-throughput FIFO modes), kept in SQS's spelling: the SQS endpoint
-    # validates and returns them (endpoint/settings.py). Not compared, as tags.
+    # SQS attributes that clients set and read back, kept in SQS's spelling: an access Policy and
+    # KMS settings (not acted on), and a FIFO queue's DeduplicationScope (acted on) and
+    # FifoThroughputLimit (FIFO_MODES). The SQS endpoint validates and returns them
+    # (endpoint/settings.py). Not compared, as tags.
     sqs_metadata: dict[str, str] = field(default_factory=dict, compare=False)
     created_at: float = field(default=0.0, compare=False)  # epoch seconds
     modified_at: float = field(default=0.0, compare=False)
@@ -93,6 +100,19 @@ class QueueAttributes:
             isinstance(k, str) and isinstance(v, str) for k, v in self.sqs_metadata.items()
         ):
             raise InvalidParameterValue("sqs_metadata must be a dict of str keys to str values")
+        for name, allowed in FIFO_MODES.items():
+            value = self.sqs_metadata.get(name)
+            if value is not None and (not self.fifo or value not in allowed):
+                raise InvalidParameterValue(
+                    f"sqs_metadata's {name} is one of {list(allowed)}, on FIFO queues only;"
+                    f" got {value!r}"
+                )
+
+    @property
+    def deduplicates_in_group(self) -> bool:
+        """A FIFO queue whose DeduplicationScope is messageGroup: a deduplication id counts
+        within its message group only (rules/deduplication.py)."""
+        return self.sqs_metadata.get("DeduplicationScope") == "messageGroup"
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

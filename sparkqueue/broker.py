@@ -86,6 +86,13 @@ class Broker:
         if engine not in ENGINES:
             raise InvalidParameterValue(f"engine must be one of {list(ENGINES)}; got {engine!r}")
         self.spark = spark
+        self._options = {
+            "engine": engine,
+            "storage_options": storage_options,
+            "clock": clock,
+            "retry": retry,
+            "attribute_cache_seconds": attribute_cache_seconds,
+        }
         if spark is not None:  # spark.readStream.format("sparkqueue") and the rest
             register(spark)
         policy = retry or RetryPolicy()
@@ -118,6 +125,11 @@ class Broker:
         """The storage root's URI (None in catalog mode)."""
         layout = self.context.tables.layout
         return layout.uri if isinstance(layout, PathLayout) else None
+
+    def on_root(self, root: str) -> Broker:
+        """A broker like this one (its session, engine, storage options, clock) on another root:
+        the SQS endpoint keeps each region's queues under a root of their own."""
+        return Broker(self.spark, root, **self._options)
 
     @property
     def catalog(self) -> str | None:

@@ -69,11 +69,10 @@ def sqs_client(url: str, **options: Any) -> Any:
     return boto3.client(
         "sqs",
         endpoint_url=url,
-        region_name=REGION,
+        **{"region_name": REGION, **options},
         aws_access_key_id=ACCESS_KEY,
         aws_secret_access_key=SECRET_KEY,
         config=Config(retries={"max_attempts": 1}),
-        **options,
     )
 
 

@@ -27,6 +27,8 @@ FILES = ("tests/__init__.py", "tests/test_sqs/__init__.py", "tests/test_sqs/test
 PORT = 5000
 ACCOUNT = "123456789012"  # moto's default account, which its tests expect
 CONFTEST = f'''
+import pathlib
+
 import boto3
 import pytest
 
@@ -39,11 +41,15 @@ def account_id():
 
 @pytest.fixture(autouse=True)
 def fresh_endpoint():
-    """moto's server resets itself between tests: here every queue is deleted."""
+    """moto's server resets itself between tests: here every queue of every region is deleted
+    (another region than the home one keeps its queues under the root's regions/ folder)."""
     yield
-    client = boto3.client("sqs", region_name="us-east-1", endpoint_url="http://localhost:{PORT}")
-    for url in client.list_queues(MaxResults=1000).get("QueueUrls", []):
-        client.delete_queue(QueueUrl=url)
+    others = pathlib.Path("{{root}}", "regions")
+    regions = ["us-east-1", *(p.name for p in others.iterdir())] if others.exists() else ["us-east-1"]
+    for region in regions:
+        client = boto3.client("sqs", region_name=region, endpoint_url="http://localhost:{PORT}")
+        for url in client.list_queues(MaxResults=1000).get("QueueUrls", []):
+            client.delete_queue(QueueUrl=url)
 '''
 
 
@@ -61,7 +67,7 @@ def fetch(folder: Path) -> None:
             target = folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(member.read())
-    (folder / "tests" / "conftest.py").write_text(CONFTEST)
+    (folder / "tests" / "conftest.py").write_text(CONFTEST.replace("{root}", str(folder / "root")))
 
 
 def main() -> int:

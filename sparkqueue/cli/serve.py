@@ -40,7 +40,10 @@ def serve(
     ] = "000000000000",
     region: Annotated[
         str | None,
-        typer.Option(help="Serve this region only (default: any; ARNs say us-east-1)."),
+        typer.Option(
+            help="Serve this region only, on the root itself (default: every region, each its"
+            " own queues; us-east-1's on the root)."
+        ),
     ] = None,
     redrive_every: RedriveEveryOption = REDRIVE_EVERY_SECONDS,
     keys_file: KeysOption = None,

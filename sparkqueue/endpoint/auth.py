@@ -78,6 +78,15 @@ class AccessKeys:
         return bool(self.secrets)
 
 
+def signed_region(headers: Headers) -> str | None:
+    """The region a request's signature is scoped to (None for an unsigned request): the region
+    whose queues it addresses, as SQS's regional endpoints see it. Checked with the signature
+    where the endpoint has keys; without keys (localhost only) read as given."""
+    authorization = headers.get("authorization")
+    found = _AUTHORIZATION.fullmatch(authorization.strip()) if authorization else None
+    return found["region"] if found else None
+
+
 def check_signature(
     keys: AccessKeys,
     method: str,

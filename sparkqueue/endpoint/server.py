@@ -32,10 +32,11 @@ from ..limits import (
     REDRIVE_EVERY_SECONDS,
 )
 from . import messages, queues, wire
-from .auth import AccessKeys, check_credentials, check_signature
+from .auth import AccessKeys, check_credentials, check_signature, signed_region
 from .faults import SqsFault, fault_of
 from .naming import DEFAULT_ACCOUNT, Naming
-from .service import Request, Service
+from .regions import Regions
+from .service import Request
 from .transport import (
     LOOPBACK_NAMES,
     Headers,
@@ -112,8 +113,9 @@ class SqsEndpoint:
                 f"without access keys the endpoint serves localhost only, not {host!r}; set"
                 " SPARKQUEUE_ACCESS_KEYS=key:secret[,key:secret...] to serve other hosts"
             )
-        self.service = Service(broker, Naming(account, region), open_spark=open_spark)
-        self.redrive = RedrivePasses(self.service.pass_broker, redrive_every)  # upkeep.py
+        self.regions = Regions(broker, Naming(account, region), open_spark)  # regions.py
+        self.service = self.regions.home
+        self.redrive = RedrivePasses(self.regions.pass_brokers, redrive_every)  # upkeep.py
         self.tls = tls_context(tls_cert, tls_key)
         self.read_timeout = read_timeout
         self._http = Listener(
@@ -198,7 +200,8 @@ class SqsEndpoint:
             action = ACTIONS.get(call.action)
             if action is None:
                 raise SqsFault("UnsupportedOperation", f"{call.action} is not supported here")
-            result = action(Request(self.service, call.params, origin, parts.path, connected, undo))
+            service = self.regions.service(signed_region(headers))
+            result = action(Request(service, call.params, origin, parts.path, connected, undo))
             content_type, data = wire.encode_result(call, result, request_id)
             return 200, {"Content-Type": content_type, "x-amzn-RequestId": request_id}, data
         except SqsFault as fault:

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..attributes import MAX_REDRIVE_SOURCES, RANGES, REDRIVE_PERMISSIONS
+from ..attributes import FIFO_MODES, MAX_REDRIVE_SOURCES, RANGES, REDRIVE_PERMISSIONS
 from ..limits import MAX_KMS_REUSE_SECONDS, MAX_POLICY_CHARACTERS, MIN_KMS_REUSE_SECONDS
 from ..model import QueueStats
 from .faults import SqsFault, unknown_attribute
@@ -23,9 +23,10 @@ NUMBERS = {
     "VisibilityTimeout": "visibility_timeout",
 }
 FLAGS = {"FifoQueue": "fifo", "ContentBasedDeduplication": "content_based_deduplication"}
-# SQS attributes clients set and read back that sparkqueue keeps but does not act on (access
-# policies, encryption settings: at rest, the storage's own; high-throughput FIFO modes), stored
-# in SQS's spelling in `QueueAttributes.sqs_metadata`. An empty Policy or KmsMasterKeyId removes it.
+# SQS attributes clients set and read back, stored in SQS's spelling in
+# `QueueAttributes.sqs_metadata`: access policies and encryption settings (at rest, the storage's
+# own), kept but not acted on, and the high-throughput FIFO modes (attributes.FIFO_MODES). An
+# empty Policy or KmsMasterKeyId removes it.
 METADATA = (
     "Policy",
     "KmsMasterKeyId",
@@ -163,11 +164,7 @@ def _metadata_value(name: str, text: str) -> str:
         return str(_whole_number(name, text, MIN_KMS_REUSE_SECONDS, MAX_KMS_REUSE_SECONDS))
     if name == "SqsManagedSseEnabled":
         return str(_flag(name, text)).lower()
-    allowed = {
-        "DeduplicationScope": ("messageGroup", "queue"),
-        "FifoThroughputLimit": ("perQueue", "perMessageGroupId"),
-    }[name]
-    if text not in allowed:
+    if text not in FIFO_MODES[name]:
         raise _bad_value(name)
     return text
 

@@ -26,13 +26,15 @@ log = logging.getLogger(__name__)
 
 
 class RedrivePasses:
-    """`Broker.redrive` every `every_seconds` between `start()` and `stop()`, on the broker
-    `broker()` gives (opened at the first pass)."""
+    """`Broker.redrive` every `every_seconds` between `start()` and `stop()`, on each broker that
+    `brokers()` lists a way to open (each region's; opened at its first pass)."""
 
-    def __init__(self, broker: Callable[[], Broker], every_seconds: float) -> None:
+    def __init__(
+        self, brokers: Callable[[], list[Callable[[], Broker]]], every_seconds: float
+    ) -> None:
         if isinstance(every_seconds, bool) or not every_seconds >= 0:
             raise ValueError(f"the redrive interval must be 0 or more seconds, got {every_seconds}")
-        self._broker = broker
+        self._brokers = brokers
         self.every_seconds = every_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -52,19 +54,23 @@ class RedrivePasses:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_seconds):
-            started = time.monotonic()
-            try:
-                report = self._broker().redrive()
-            except Exception:
-                log.exception("endpoint redrive pass failed; the next one retries")
-                continue
+            for broker in self._brokers():
+                if not self._stop.is_set():
+                    self._pass(broker)
             self.passes += 1
-            if report.moved_to_dead_letter or report.released or report.expired_by_retention:
-                log.info(
-                    "redrive pass: moved %d to dead-letter queues, released %d, expired %d"
-                    " (%.1f s)",
-                    report.moved_to_dead_letter,
-                    report.released,
-                    report.expired_by_retention,
-                    time.monotonic() - started,
-                )
+
+    def _pass(self, broker: Callable[[], Broker]) -> None:
+        started = time.monotonic()
+        try:
+            report = broker().redrive()
+        except Exception:
+            log.exception("endpoint redrive pass failed; the next one retries")
+            return
+        if report.moved_to_dead_letter or report.released or report.expired_by_retention:
+            log.info(
+                "redrive pass: moved %d to dead-letter queues, released %d, expired %d (%.1f s)",
+                report.moved_to_dead_letter,
+                report.released,
+                report.expired_by_retention,
+                time.monotonic() - started,
+            )

@@ -20,6 +20,7 @@ from ..errors import OverLimit
 from ..limits import MAX_RECEIVE
 from ..model import MESSAGE_FIELDS
 from ..rules import handles
+from ..rules.deduplication import as_given
 from ..rules.expr import col, lit
 from ..store.native_sql import select_statement
 from ..store.registry import QueueRecord
@@ -100,7 +101,7 @@ def read_visible(ctx: QueueContext, record: QueueRecord, shard: int) -> pa.Table
     """The messages of `shard` visible now, unclaimed and untouched (a batch read's task): the
     receipt handle is left out, as a peek leaves it."""
     tables = bulk.native(ctx, record)
-    columns = [name for name in MESSAGE_FIELDS if name != "receipt_handle"]
+    columns = as_given([name for name in MESSAGE_FIELDS if name != "receipt_handle"])
     visible = claimable(ctx.now(), record.attributes) & (col("shard") == shard) & is_message()
     statement = select_statement(columns, visible, order_by=["sent_at", "message_id"])
     return tables.arrow(record.location, statement, at=tables.open(record.location))

@@ -7,6 +7,13 @@ order (ties broken by message id) to find the accepted send it falls under. Dedu
 sends only: a row a move copied in keeps its original send time and id but takes a new place in
 the sequence, so it is never a duplicate and never makes a later send one.
 
+Scope: on a queue whose DeduplicationScope is messageGroup (SQS's high-throughput FIFO), an id
+counts within its message group only. Such a send's row keeps its group with its id, as
+`<group>\x1f<id>` (the unit separator, which neither may hold), and the rule compares the rows'
+keys: each row carries the scope it was sent under, so a change of scope rules the sends after it
+and re-judges none before it (no answer given is ever taken back). Every read hands the id out
+as it was given (`as_given`).
+
 Both engines judge with this code: each reads the rows that share a deduplication id from the
 same snapshot as the rows it then reads or changes (engine/fifo/operations.py's FifoSnapshot), and
 every send's answer comes from it too.
@@ -14,16 +21,36 @@ every send's answer comes from it too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ..limits import DEDUPLICATION_WINDOW
 from ..model import SentMessage
+from .expr import Field, Named, after_last, col
+
+SCOPE_SEPARATOR = "\x1f"
 
 # What the rule reads of each row.
 DEDUPLICATION_COLUMNS = ("message_id", "deduplication_id", "sequence_number", "sent_at",
                          "moved_from")  # fmt: skip
+
+
+def deduplication_key(deduplication_id: str, group_id: str, *, in_group: bool) -> str:
+    """What a FIFO send's row keeps in `deduplication_id`: the id, or within its group."""
+    return f"{group_id}{SCOPE_SEPARATOR}{deduplication_id}" if in_group else deduplication_id
+
+
+def given_id(key: str | None) -> str | None:
+    """The deduplication id as its sender gave it, from a row's key."""
+    return None if key is None else key.rpartition(SCOPE_SEPARATOR)[2]
+
+
+def as_given(fields: Sequence[str]) -> tuple[Field, ...]:
+    """A read's fields as handed out: the deduplication id as given (`given_id`, in either
+    engine's reads)."""
+    given = Named("deduplication_id", after_last(col("deduplication_id"), SCOPE_SEPARATOR))
+    return tuple(given if name == "deduplication_id" else name for name in fields)
 
 
 def accepted_originals(history: Iterable[Mapping[str, Any]]) -> dict[str, str | None]:

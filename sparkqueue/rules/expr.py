@@ -118,6 +118,18 @@ class Case(Expr):
     otherwise: Expr
 
 
+@dataclass(frozen=True)
+class Named:
+    """A column a read computes, under `name` (a select's `AS`)."""
+
+    name: str
+    value: Expr
+
+
+# What a read selects: a column by its name, or a computed one.
+Field = str | Named
+
+
 def _expr(value: object) -> Expr:
     return value if isinstance(value, Expr) else Lit(value)  # type: ignore[arg-type]
 
@@ -176,6 +188,11 @@ def sha256_hex(text: Expr) -> Expr:
 def prefix(text: Expr, length: int) -> Expr:
     """The first `length` characters of the text."""
     return Call("prefix", (text, Lit(length)))
+
+
+def after_last(text: Expr, separator: str) -> Expr:
+    """What follows the last `separator` in the text (all of it when there is none)."""
+    return Call("after_last", (text, Lit(separator)))
 
 
 def when(branches: list[tuple[Expr, Expr]], otherwise: Expr) -> Expr:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..clock import to_micros
-from ..rules.expr import Call, Case, Col, Expr, Lit, SourceCol
+from ..rules.expr import Call, Case, Col, Expr, Field, Lit, Named, SourceCol
 from .transactions import STALE_READ_MARKER
 
 TIMESTAMP = 'Timestamp(Microsecond, Some("UTC"))'
@@ -53,6 +53,8 @@ def to_sql(expr: Expr) -> str:
         return f"encode(sha256({args[0]}), 'hex')"
     if op == "prefix":
         return f"substr({args[0]}, 1, {args[1]})"
+    if op == "after_last":
+        return f"substr_index({args[0]}, {args[1]}, -1)"
     if op == "unless_stale":  # a failed cast fails the statement, and names our guard
         fail = f"CAST(CAST(concat({quote_text(STALE_READ_MARKER + ': ')}, {quote_name('message_id')}) AS INT) AS VARCHAR)"
         return f"CASE WHEN {args[0]} THEN {args[1]} ELSE {fail} END"
@@ -89,6 +91,12 @@ def quote_name(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _selected(field: Field) -> str:
+    if isinstance(field, Named):
+        return f"{to_sql(field.value)} AS {quote_name(field.name)}"
+    return quote_name(field)
+
+
 def aggregate_list(counts: dict[str, Expr], least: dict[str, Expr]) -> str:
     """The select list of `Tables.aggregate`: a count per condition, a least value per expression."""
     parts = [
@@ -99,14 +107,14 @@ def aggregate_list(counts: dict[str, Expr], least: dict[str, Expr]) -> str:
 
 
 def select_statement(
-    columns: Sequence[str],
+    columns: Sequence[Field],
     where: Expr | None = None,
     order_by: Sequence[str | Expr] = (),
     limit: int | None = None,
     descending: bool = False,
 ) -> str:
     """A DataFusion SELECT over the table `t` from the rules' expressions."""
-    statement = f"SELECT {', '.join(map(quote_name, columns))} FROM t"
+    statement = f"SELECT {', '.join(map(_selected, columns))} FROM t"
     if where is not None:
         statement += f" WHERE {to_sql(where)}"
     if order_by:

@@ -22,7 +22,7 @@ from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from deltalake.exceptions import DeltaProtocolError, TableNotFoundError
 
 from ..errors import QueueDoesNotExist, TransactionConflict
-from ..rules.expr import Expr, col
+from ..rules.expr import Expr, Field, col
 from .counts import Counts
 from .locking import NATIVE, commit_lock
 from .native_arrow import arrow_table, read_rows
@@ -122,7 +122,7 @@ class NativeTables(NativeLifecycle, NativeUpkeep):
     def select(
         self,
         address: str,
-        columns: Sequence[str],
+        columns: Sequence[Field],
         where: Expr | None = None,
         *,
         order_by: Sequence[str | Expr] = (),

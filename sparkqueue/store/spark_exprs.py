@@ -6,14 +6,14 @@ so one rule serves a plain read (`""`) and a MERGE's target (`Storage.target_pre
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import reduce
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ..rules.expr import Call, Case, Col, Expr, Lit, SourceCol
+from ..rules.expr import Call, Case, Col, Expr, Field, Lit, Named, SourceCol
 from .transactions import STALE_READ_MARKER
 
 _TYPES = {
@@ -79,7 +79,17 @@ def to_column(expr: Expr, prefix: str = "") -> Column:
         return unless_stale_column(args[0], args[1])
     if expr.op == "prefix":
         return F.substring(args[0], 1, int(_value(expr.args[1])))  # type: ignore[arg-type]
+    if expr.op == "after_last":
+        return F.substring_index(args[0], str(_value(expr.args[1])), -1)
     raise ValueError(f"no Spark rendering for {expr.op!r}")
+
+
+def to_columns(fields: Sequence[Field]) -> list[Column]:
+    """A select's fields as Spark Columns: a name as its column, a `Named` computed under it."""
+    return [
+        to_column(field.value).alias(field.name) if isinstance(field, Named) else F.col(field)
+        for field in fields
+    ]
 
 
 def unless_stale_column(still_valid: Column, value: Column) -> Column:

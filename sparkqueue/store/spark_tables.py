@@ -15,11 +15,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
 from ..clock import from_micros
-from ..rules.expr import Expr
+from ..rules.expr import Expr, Field
 from .counts import Counts
 from .dml import in_list
 from .schema import QUEUE_WRITE_OPTIONS, Columns
-from .spark_exprs import to_column
+from .spark_exprs import to_column, to_columns
 from .spark_schema import spark_schema
 from .statements import APP_TXN_VERSION, MESSAGE_KEY, ListedMerge, Row
 from .storage import Storage
@@ -29,10 +29,11 @@ from .transactions import ConflictCounter
 T = TypeVar("T")
 
 
-def collect_rows(frame: DataFrame, columns: Sequence[str]) -> list[Row]:
+def collect_rows(frame: DataFrame, columns: Sequence[Field]) -> list[Row]:
     """`columns` of every row of `frame`, timestamps read exactly (as epoch microseconds)."""
+    frame = frame.select(*to_columns(columns))
     times = {f.name for f in frame.schema.fields if isinstance(f.dataType, TimestampType)}
-    picked = [F.unix_micros(c).alias(c) if c in times else F.col(c) for c in columns]
+    picked = [F.unix_micros(c).alias(c) if c in times else F.col(c) for c in frame.columns]
     return [
         Row({c: from_micros(v) if c in times else v for c, v in row.asDict().items()})
         for row in frame.select(*picked).collect()
@@ -84,7 +85,7 @@ class SparkTables:
     def select(
         self,
         address: str,
-        columns: Sequence[str],
+        columns: Sequence[Field],
         where: Expr | None = None,
         *,
         order_by: Sequence[str | Expr] = (),

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from ..rules.expr import Expr
+from ..rules.expr import Expr, Field
 from .counts import Counts
 from .schema import Columns
 from .tables import Layout
@@ -70,7 +70,7 @@ class Tables(Protocol):
     def select(
         self,
         address: str,
-        columns: Sequence[str],
+        columns: Sequence[Field],
         where: Expr | None = None,
         *,
         order_by: Sequence[str | Expr] = (),

@@ -349,7 +349,7 @@ def test_policy_encryption_and_throughput_attributes(sqs, name):
 def test_queue_urls_of_any_region(sqs, pinned, name):
     sqs.create_queue(QueueName=name)
     aws_style = f"https://sqs.{OTHER_REGION}.amazonaws.com/000000000000/{name}"
-    sqs.send_message(QueueUrl=aws_style, MessageBody="any region")  # no --region: one namespace
+    sqs.send_message(QueueUrl=aws_style, MessageBody="any region")  # the home region takes any
     with pytest.raises(ClientError) as error:  # a pinned endpoint takes its own region's only
         json_client(pinned[1]).create_queue(QueueName=name)
     assert (code(error), status(error)) == ("SignatureDoesNotMatch", 403)

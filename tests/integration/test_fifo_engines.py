@@ -217,3 +217,31 @@ def test_a_broker_without_the_native_engine_never_writes_a_table_it_numbers(spar
     assert dataclasses.replace(old._ctx, native=None).spark_only(
         on_spark.context.record("spark.fifo")
     )
+
+
+@pytest.mark.parametrize("numbered_by", ["native", "spark"])
+def test_a_message_group_scope_keeps_groups_apart_in_both_engines(
+    spark, broker, clock, numbered_by
+):
+    """`send_df` and `send` judge one id within its group on either kind of FIFO table; peeks and
+    receives of both engines hand the id out as it was given."""
+    on_spark = Broker(spark, broker.root, clock=clock, engine="spark")
+    creator = broker if numbered_by == "native" else on_spark
+    queue = creator.create_queue(
+        "scoped.fifo", fifo=True, sqs_metadata={"DeduplicationScope": "messageGroup"}
+    )
+    by_spark = on_spark.get_queue("scoped.fifo")
+    rows = spark.createDataFrame(
+        [("a1", "a"), ("b1", "b"), ("a2", "a")], "body string, g string"
+    ).withColumn("d", F.lit("same"))
+    by_spark.send_df(rows, group_id="g", deduplication_id="d")
+    first_a = next(p["message_id"] for p in queue.peek(10) if p["body"] == "a1")
+    assert queue.send("a3", group_id="a", deduplication_id="same") == first_a  # a duplicate
+    assert queue.send("c1", group_id="c", deduplication_id="same") != first_a  # its own group
+    peeked = by_spark.peek_df(10).select("body", "deduplication_id").collect()
+    assert sorted(tuple(row) for row in peeked) == [("a1", "same"), ("b1", "same"), ("c1", "same")]
+    frame = by_spark.receive_df(2, visibility_timeout=600).cache()
+    by_frame = sorted(tuple(r) for r in frame.select("body", "deduplication_id").collect())
+    assert not by_spark.delete_df(frame).failed
+    by_message = [(m.body, m.deduplication_id) for m in queue.receive(10)]
+    assert sorted(by_frame + by_message) == [("a1", "same"), ("b1", "same"), ("c1", "same")]

@@ -193,12 +193,12 @@ def test_a_lookup_under_way_when_its_queue_is_deleted_does_not_bring_it_back():
 
 
 def test_redrive_interval_zero_runs_nothing():
-    passes = RedrivePasses(broker=None, every_seconds=0)  # type: ignore[arg-type]
+    passes = RedrivePasses(brokers=None, every_seconds=0)  # type: ignore[arg-type]
     passes.start()
     passes.stop()
     assert passes.passes == 0
     with pytest.raises(ValueError):
-        RedrivePasses(broker=None, every_seconds=-1)  # type: ignore[arg-type]
+        RedrivePasses(brokers=None, every_seconds=-1)  # type: ignore[arg-type]
 
 
 def test_the_trace_header_key_is_one_no_attribute_can_have():

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...model import SentMessage
 from ...rules.deduplication import duplicates, sent_answers
-from ...rules.expr import Expr, col, null, when
+from ...rules.expr import Expr, Field, col, null, when
 from ...store.native_fifo import FULLEST
 from ...store.registry import QueueRecord
 from ...store.schema import MESSAGE_COLUMNS
@@ -137,7 +137,7 @@ class FifoSnapshot:
         return self._native.aggregate(self._record.location, counts, least, at=self._at)
 
     def select(
-        self, columns: Sequence[str], where: Expr, *, order_by: Sequence[str], limit: int
+        self, columns: Sequence[Field], where: Expr, *, order_by: Sequence[str], limit: int
     ) -> list[Row]:
         if self._native is None:
             from ...store.spark_exprs import to_column
@@ -195,7 +195,7 @@ def counted(
 
 
 def peek(
-    ctx: QueueContext, record: QueueRecord, where: Expr, columns: Sequence[str], limit: int
+    ctx: QueueContext, record: QueueRecord, where: Expr, columns: Sequence[Field], limit: int
 ) -> list[Row]:
     """Rows meeting `where`, duplicates left out, in send order."""
     return FifoSnapshot(ctx, record).select(

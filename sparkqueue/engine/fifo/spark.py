@@ -39,7 +39,12 @@ from pyspark.sql import functions as F
 
 from ...attributes import QueueAttributes
 from ...model import SentMessage
-from ...rules.deduplication import DEDUPLICATION_COLUMNS, duplicates, sent_answers
+from ...rules.deduplication import (
+    DEDUPLICATION_COLUMNS,
+    SCOPE_SEPARATOR,
+    duplicates,
+    sent_answers,
+)
 from ...rules.expr import Expr
 from ...store.native_fifo import FULLEST, OLDEST, append_in_sequence
 from ...store.native_fifo import home_shard as group_shard
@@ -63,10 +68,15 @@ def home_shard(attrs: QueueAttributes) -> Column:
     return F.pmod(F.xxhash64(spread_by), F.lit(attrs.shards)).cast("int")
 
 
-def deduplication_column(body: Column, given: Column, attrs: QueueAttributes) -> Column:
-    """`send_df`'s deduplication ids: the given column, else (content-based) the body's SHA-256."""
+def deduplication_column(
+    body: Column, group: Column, given: Column, attrs: QueueAttributes
+) -> Column:
+    """`send_df`'s deduplication keys: the given id, else (content-based) the body's SHA-256;
+    within the group on a queue that deduplicates by group (rules/deduplication.py's key)."""
     if attrs.content_based_deduplication:
-        return F.coalesce(given, F.sha2(body, 256))
+        given = F.coalesce(given, F.sha2(body, 256))
+    if attrs.deduplicates_in_group:
+        return F.concat(group, F.lit(SCOPE_SEPARATOR), given)
     return given
 
 

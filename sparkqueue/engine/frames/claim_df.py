@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from ...errors import QueueDoesNotExist, TransactionConflict
 from ...model import MESSAGE_FIELDS
 from ...rules import handles
+from ...rules.deduplication import as_given
 from ...rules.expr import col, lit
 from ...store.dml import in_list
 from ...store.native_arrow import arrow_schema
@@ -32,7 +33,7 @@ from ...store.schema import (
     MESSAGE_COLUMNS,
     QUEUE_TABLE_PROPERTIES,
 )
-from ...store.spark_exprs import to_column
+from ...store.spark_exprs import to_column, to_columns
 from ...store.spark_log import commits_touching
 from ...store.spark_schema import CLAIMS_SCHEMA
 from ..conditions import claimable, issued_handle, nearness
@@ -109,8 +110,7 @@ def receive_df(
         ) from error
     finally:
         in_flight.settle(claim.granted, claimed)
-    frame = storage.read(claims_table).where(F.col("claim_id") == claim.token)
-    frame = frame.select(*MESSAGE_FIELDS)
+    frame = _delivered(storage.read(claims_table).where(F.col("claim_id") == claim.token))
     by_range = claim.by_range
     if by_range is not None and by_range.count:
         ctx.range_claims[frame] = by_range  # delete_df of this very frame deletes by its claim
@@ -127,7 +127,7 @@ def _claim_natively(
     found = bulk.claim_oldest(ctx, record, max_messages, seconds)
     frame = ctx.storage.read(claims_table)
     if found is None or not found[0].count:
-        return frame.where(F.lit(False)).select(*MESSAGE_FIELDS)
+        return _delivered(frame.where(F.lit(False)))
     claim, version = found
     tables, schema = bulk.native(ctx, record), arrow_schema(CLAIMS_COLUMNS)
     columns = [name for name, _, _ in MESSAGE_COLUMNS]
@@ -141,10 +141,15 @@ def _claim_natively(
     except BaseException:
         bulk.release(ctx, record, claim)
         raise
-    frame = frame.where(F.col("claim_id") == claim.token).select(*MESSAGE_FIELDS)
+    frame = _delivered(frame.where(F.col("claim_id") == claim.token))
     highest = tuple((shard, high) for shard, _, high in claim.bounds)
     ctx.range_claims[frame] = RangeClaim(record.location, claim.token, highest, claim.count)
     return frame
+
+
+def _delivered(staged: DataFrame) -> DataFrame:
+    """A claim's staged rows as receive_df hands them out: one column per Message field."""
+    return staged.select(*to_columns(as_given(MESSAGE_FIELDS)))
 
 
 def staged_handles(ctx: QueueContext, record: QueueRecord, token: str) -> pa.Table:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from ...model import PEEK_FIELDS
+from ...rules.deduplication import as_given
 from ...store.registry import QueueRecord
-from ...store.spark_exprs import to_column
+from ...store.spark_exprs import to_column, to_columns
 from ..conditions import claimable, not_duplicate
 from ..context import QueueContext
 from ..fifo import spark as spark_fifo
@@ -24,5 +25,5 @@ def peek_df(ctx: QueueContext, record: QueueRecord, max_messages: int) -> DataFr
         table.where(to_column(visible))
         .orderBy("sent_at", "message_id")
         .limit(max_messages)
-        .select(*PEEK_FIELDS)
+        .select(*to_columns(as_given(PEEK_FIELDS)))
     )

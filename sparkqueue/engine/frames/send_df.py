@@ -73,7 +73,7 @@ def send_df_frame(
     )
     if attrs.fifo:
         columns["deduplication_id"] = deduplication_column(
-            columns["body"], columns["deduplication_id"], attrs
+            columns["body"], columns["group_id"], columns["deduplication_id"], attrs
         )
         problem = F.coalesce(
             problem,

@@ -30,7 +30,8 @@ import pyarrow as pa
 from ...errors import InvalidParameterValue, UnsupportedOperation
 from ...model import MESSAGE_FIELDS, Message
 from ...rules import handles
-from ...rules.expr import Expr, any_of, col, lit
+from ...rules.deduplication import as_given
+from ...rules.expr import Expr, Field, any_of, col, lit
 from ...store.native_sql import select_statement
 from ...store.native_tables import NativeTables
 from ...store.registry import QueueRecord
@@ -221,7 +222,8 @@ def read_held(
     """The rows `claims` hold in `shards` at table `version` (receive_df's columns), natively:
     what a stream batch's Spark task reads (given the queue's record, so a task reads no
     registry)."""
-    return held_batches(tables, record, claims, shards, version, MESSAGE_FIELDS).read_all()
+    fields = as_given(MESSAGE_FIELDS)
+    return held_batches(tables, record, claims, shards, version, fields).read_all()
 
 
 def held_batches(
@@ -230,7 +232,7 @@ def held_batches(
     claims: Sequence[BatchClaim],
     shards: Sequence[int],
     version: int,
-    columns: Sequence[str],
+    columns: Sequence[Field],
 ) -> pa.RecordBatchReader:
     """`read_held`'s rows with `columns`, batch by batch (a native `receive_df`'s stage: its
     rows pass through this process a batch at a time, however many were claimed)."""

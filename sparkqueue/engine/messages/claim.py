@@ -18,6 +18,7 @@ from ...clock import to_micros
 from ...limits import DEEP_SHARD_ROWS, QUIET_LOOKBACK
 from ...model import Message
 from ...rules import handles
+from ...rules.deduplication import given_id
 from ...rules.expr import Call, Expr, any_of, coalesce, col, lit, null, when
 from ...rules.fairness import TenantView, judge, tenant_counts
 from ...rules.ids import first_id_at
@@ -292,7 +293,7 @@ def message_of(row: Row, receipt_handle: str, now: datetime) -> Message:
         sent_at=row["sent_at"],
         first_received_at=row["first_received_at"] or now,
         group_id=row["group_id"],
-        deduplication_id=row["deduplication_id"],
+        deduplication_id=given_id(row["deduplication_id"]),
         sequence_number=row["sequence_number"],
         attribute_types=dict(types) if types else {},
         moved_from=row["moved_from"],

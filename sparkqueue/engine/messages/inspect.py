@@ -7,6 +7,7 @@ from typing import Any
 
 from ...clock import to_micros
 from ...model import PEEK_FIELDS, QueueStats
+from ...rules.deduplication import as_given
 from ...rules.expr import col, micros, null, when
 from ...rules.fairness import judge, tenant_counts
 from ...store.registry import QueueRecord
@@ -80,10 +81,10 @@ def peek(
     visible = claimable(ctx.now(), record.attributes)
     tables = ctx.tables_for(record)  # says so when the broker cannot serve the queue
     if record.attributes.fifo:
-        return fifo_ops.peek(ctx, record, visible, PEEK_FIELDS, max_messages)
+        return fifo_ops.peek(ctx, record, visible, as_given(PEEK_FIELDS), max_messages)
     return tables.select(
         record.location,
-        PEEK_FIELDS,
+        as_given(PEEK_FIELDS),
         visible,
         order_by=["sent_at", "message_id"],
         limit=max_messages,

@@ -20,6 +20,7 @@ from ...limits import (
 )
 from ...model import SentMessage
 from ...rules.checks import check_int, check_list
+from ...rules.deduplication import deduplication_key
 from ...rules.ids import content_deduplication_id, new_message_id
 from ...rules.validation import (
     check_attribute_types,
@@ -83,6 +84,13 @@ def normalize_entry(entry: str | dict[str, Any], attrs: QueueAttributes) -> Send
     return SendEntry(body, attributes, group_id, deduplication_id, delay, attribute_types)
 
 
+def _key(entry: SendEntry, in_group: bool) -> str | None:
+    """The row's deduplication key (a FIFO send's; a standard one's id is kept as given)."""
+    if entry.deduplication_id is None or entry.group_id is None:
+        return entry.deduplication_id
+    return deduplication_key(entry.deduplication_id, entry.group_id, in_group=in_group)
+
+
 def checked_entries(
     what: str, entries: Sequence[str | dict[str, Any]], record: QueueRecord
 ) -> list[SendEntry | InvalidParameterValue]:
@@ -130,10 +138,11 @@ def send_entries(
     instead, within their 5-minute window."""
     now = ctx.now()
     micros = to_micros(now)
+    in_group = record.attributes.deduplicates_in_group
     rows = [
         {"shard": shard, "message_id": new_message_id(micros), "body": entry.body,
          "attributes": entry.attributes, "group_id": entry.group_id,
-         "deduplication_id": entry.deduplication_id, "sequence_number": None, "sent_at": now,
+         "deduplication_id": _key(entry, in_group), "sequence_number": None, "sent_at": now,
          "visible_at": now + timedelta(seconds=entry.delay_seconds), "receipt_handle": None,
          "receive_count": 0, "first_received_at": None, "handle_issued_at": None,
          "moved_from": None, "attribute_types": entry.attribute_types or None}

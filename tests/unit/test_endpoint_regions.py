@@ -1,0 +1,129 @@
+"""Regions kept apart by the signature's scope, as SQS keeps them: boto3 clients of several
+regions against one endpoint over a native broker (no JVM), each region's queues under a root of
+their own, and the endpoint's redrive passes in every region it serves."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from botocore.exceptions import ClientError
+
+from sparkqueue import Broker
+from sparkqueue.endpoint import SqsEndpoint
+from tests.raw_http import ACCESS_KEY, SECRET_KEY, sqs_client
+from tests.unit.endpoint_stub import KEYS
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    return tmp_path / "root"
+
+
+def serve(root: Path, clock, **options) -> SqsEndpoint:
+    return SqsEndpoint(Broker(None, str(root), clock=clock), port=0, access_keys=KEYS, **options)
+
+
+def names(client) -> list[str]:
+    return sorted(url.rsplit("/", 1)[1] for url in client.list_queues().get("QueueUrls", []))
+
+
+def test_each_region_has_queues_of_its_own(root, clock):
+    with serve(root, clock, redrive_every=0) as endpoint:
+        home = sqs_client(endpoint.url)  # us-east-1, the endpoint's home region
+        west, north = (sqs_client(endpoint.url, region_name=r) for r in ("us-west-1", "eu-north-1"))
+        for client, body in ((home, "east"), (west, "west")):
+            url = client.create_queue(QueueName="orders")["QueueUrl"]
+            client.send_message(QueueUrl=url, MessageBody=body)
+        west.create_queue(QueueName="west-only")
+        assert names(home) == ["orders"] and names(west) == ["orders", "west-only"]
+        assert names(north) == []
+        with pytest.raises(north.exceptions.QueueDoesNotExist):
+            north.get_queue_url(QueueName="west-only")
+        with pytest.raises(north.exceptions.QueueDoesNotExist):
+            north.send_message(QueueUrl=f"{endpoint.url}/000000000000/orders", MessageBody="x")
+        for client, body, region in ((home, "east", "us-east-1"), (west, "west", "us-west-1")):
+            url = client.get_queue_url(QueueName="orders")["QueueUrl"]
+            got = client.receive_message(QueueUrl=url)["Messages"]
+            assert [m["Body"] for m in got] == [body]
+            arn = client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+            assert arn["Attributes"]["QueueArn"] == f"arn:aws:sqs:{region}:000000000000:orders"
+    # The home region is the broker's own root; another region's queues live under it.
+    assert Broker(None, str(root)).list_queues() == ["orders"]
+    assert Broker(None, str(root / "regions" / "us-west-1")).list_queues() == [
+        "orders",
+        "west-only",
+    ]
+
+
+def test_a_redrive_policy_names_a_queue_of_its_own_region_only(root, clock):
+    with serve(root, clock, redrive_every=0) as endpoint:
+        west = sqs_client(endpoint.url, region_name="us-west-1")
+        home = sqs_client(endpoint.url)
+        home.create_queue(QueueName="dead")
+        policy = '{"deadLetterTargetArn": "arn:aws:sqs:us-east-1:000000000000:dead", "maxReceiveCount": 1}'
+        with pytest.raises(ClientError) as error:
+            west.create_queue(QueueName="work", Attributes={"RedrivePolicy": policy})
+        assert error.value.response["Error"]["Code"] == "InvalidParameterValue"
+        assert names(west) == []
+
+
+def signed_for(url: str, region: str) -> tuple[int, str]:
+    """A CreateQueue signed with the test keys for `region` (any text botocore would refuse
+    to send): the answer's status and body."""
+    request = AWSRequest(
+        "POST",
+        f"{url}/",
+        data=json.dumps({"QueueName": "orders"}).encode(),
+        headers={
+            "Content-Type": "application/x-amz-json-1.0",
+            "X-Amz-Target": "AmazonSQS.CreateQueue",
+        },
+    )
+    SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "sqs", region).add_auth(request)
+    prepared = request.prepare()
+    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=30)
+    try:
+        connection.request("POST", "/", body=prepared.body, headers=dict(prepared.headers))
+        answer = connection.getresponse()
+        return answer.status, answer.read().decode()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("region", ["..", ".", "nowhere", "us-east", "us..-1", "a" * 50 + "-1"])
+def test_a_signature_scoped_to_no_region_reaches_no_queue_and_makes_no_folder(root, clock, region):
+    with serve(root, clock, redrive_every=0) as endpoint:
+        status, body = signed_for(endpoint.url, region)
+        assert (status, json.loads(body)["__type"].rsplit("#", 1)[-1]) == (
+            403,
+            "SignatureDoesNotMatch",
+        )
+        assert signed_for(endpoint.url, "us-west-1")[0] == 200  # the same request, signed right
+    assert sorted(p.name for p in (root / "regions").iterdir()) == ["us-west-1"]
+
+
+def test_the_endpoint_runs_the_redrive_pass_in_every_region(root, clock):
+    with serve(root, clock, redrive_every=0.2) as endpoint:
+        west = sqs_client(endpoint.url, region_name="us-west-2")
+        dead = west.create_queue(QueueName="dead")["QueueUrl"]
+        arn = west.get_queue_attributes(QueueUrl=dead, AttributeNames=["QueueArn"])
+        policy = (
+            f'{{"deadLetterTargetArn": "{arn["Attributes"]["QueueArn"]}", "maxReceiveCount": 1}}'
+        )
+        work = west.create_queue(QueueName="work", Attributes={"RedrivePolicy": policy})
+        west.send_message(QueueUrl=work["QueueUrl"], MessageBody="poison")
+        assert west.receive_message(QueueUrl=work["QueueUrl"], VisibilityTimeout=5)["Messages"]
+        clock.advance(6)  # its receives used up: the pass, not a receive, moves it
+        regional = Broker(None, str(root / "regions" / "us-west-2"), clock=clock)
+        deadline = time.monotonic() + 30
+        while regional.get_queue("dead").stats().visible == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert regional.get_queue("dead").stats().visible == 1
