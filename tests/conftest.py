@@ -28,8 +28,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--fault-kinds",
         default=None,
-        help="The store-fault kinds the Spark fault matrix runs (comma-separated, or 'all'; by"
-        " default those of tests/integration/test_spark_store_faults.py's DEFAULT_KINDS).",
+        help="The store-fault kinds the fault matrices run (comma-separated, or 'all'; by"
+        " default each matrix's DEFAULT_KINDS: tests/unit/test_store_faults.py's and"
+        " tests/integration/test_spark_store_faults.py's).",
     )
 
 

@@ -3,10 +3,23 @@ tests/integration/spark_faults.py for Spark's commits)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+import pytest
 
 from sparkqueue import Broker
+from sparkqueue.bench.faults import KINDS
 from sparkqueue.testing import FakeClock
+
+
+def fault_kinds(config: pytest.Config, default: Sequence[str]) -> list[str]:
+    """The kinds a matrix runs, in KINDS' order: those `--fault-kinds` names (commas, or
+    `all`), else the matrix's `default`."""
+    chosen = config.getoption("--fault-kinds") or ",".join(default)
+    named = set(KINDS) if chosen.strip() == "all" else {k.strip() for k in chosen.split(",")}
+    if not named or not named <= set(KINDS):
+        raise pytest.UsageError(f"--fault-kinds: some of {', '.join(KINDS)} (commas), or all")
+    return [kind for kind in KINDS if kind in named]
 
 
 def redrive_move(broker: Broker, clock: FakeClock, faulted_redrive: Callable[[], object]) -> None:

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkqueue.bench.faults import KINDS, fault_proxy
+from sparkqueue.bench.faults import fault_proxy
+from tests.fault_cases import fault_kinds
 
 REPO = Path(__file__).resolve().parents[2]
 STALL_SECONDS = 30.0  # far past the clients' timeouts below: a stall the client outlasted shows
@@ -46,14 +47,7 @@ DEFAULT_KINDS = ("lose",)
 
 @pytest.fixture
 def kinds(request) -> list[str]:
-    """The kinds `--fault-kinds` names, in KINDS' order."""
-    chosen = request.config.getoption("--fault-kinds") or ",".join(DEFAULT_KINDS)
-    named = {kind.strip() for kind in chosen.split(",")}
-    if chosen.strip() == "all":
-        named = set(KINDS)
-    if not named or not named <= set(KINDS):
-        raise pytest.UsageError(f"--fault-kinds: some of {', '.join(KINDS)} (commas), or all")
-    return [kind for kind in KINDS if kind in named]
+    return fault_kinds(request.config, DEFAULT_KINDS)
 
 
 def test_spark_operations_succeed_once_under_each_fault(s3, azure, kinds):
