@@ -100,6 +100,11 @@ class QueueAttributes:
             isinstance(k, str) and isinstance(v, str) for k, v in self.sqs_metadata.items()
         ):
             raise InvalidParameterValue("sqs_metadata must be a dict of str keys to str values")
+
+    def check_fifo_modes(self) -> QueueAttributes:
+        """Itself, once its high-throughput FIFO modes are SQS's values on a FIFO queue; checked
+        where attributes are given (`create_queue`, `changed`), not where a registry row is read,
+        so that a queue an older version stored with other values still opens."""
         for name, allowed in FIFO_MODES.items():
             value = self.sqs_metadata.get(name)
             if value is not None and (not self.fifo or value not in allowed):
@@ -107,12 +112,13 @@ class QueueAttributes:
                     f"sqs_metadata's {name} is one of {list(allowed)}, on FIFO queues only;"
                     f" got {value!r}"
                 )
+        return self
 
     @property
     def deduplicates_in_group(self) -> bool:
         """A FIFO queue whose DeduplicationScope is messageGroup: a deduplication id counts
         within its message group only (rules/deduplication.py)."""
-        return self.sqs_metadata.get("DeduplicationScope") == "messageGroup"
+        return self.fifo and self.sqs_metadata.get("DeduplicationScope") == "messageGroup"
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -138,7 +144,7 @@ class QueueAttributes:
         )
         if fixed:
             raise InvalidParameterValue(f"{fixed} cannot change after the queue is created")
-        return dataclasses.replace(self, **changes)
+        return dataclasses.replace(self, **changes).check_fifo_modes()
 
     def difference(self, wanted: QueueAttributes) -> str:
         """What differs from `wanted`, for QueueAlreadyExists messages."""

@@ -131,6 +131,14 @@ class Broker:
         the SQS endpoint keeps each region's queues under a root of their own."""
         return Broker(self.spark, root, **self._options)
 
+    def holds_queues(self, root: str) -> bool:
+        """Whether a broker kept queues under `root` (its registry exists), found without
+        creating anything there (this broker's storage options)."""
+        from .store.native_tables import NativeTables
+
+        tables = NativeTables(PathLayout(root), RetryPolicy(), self._options["storage_options"])
+        return tables.exists(tables.layout.registry)
+
     @property
     def catalog(self) -> str | None:
         """The catalog schema, `catalog.schema` (None for a broker on a root)."""
@@ -187,7 +195,7 @@ class Broker:
             redrive_allow_policy=redrive_allow_policy,
             tags={} if tags is None else tags,
             sqs_metadata={} if sqs_metadata is None else sqs_metadata,
-        )
+        ).check_fifo_modes()
         lifecycle.create_queue(self.context, name, attributes)
         return Queue(self.context, name)
 

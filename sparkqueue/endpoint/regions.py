@@ -1,74 +1,100 @@
 """An endpoint's regions, each with queues of its own, as SQS keeps them.
 
-A request is in the region its signature is scoped to (an unsigned one, in the endpoint's home
-region). The home region (`--region`, else us-east-1) serves the broker's own root; another region
-serves a root of its own under it, `<root>/regions/<region>`, opened at its first request, with
-its own long polls, move tasks and Spark broker. So a queue made through us-west-1 is not listed,
-found or reached through us-west-2, and each region's ARNs name it. An endpoint pinned to one
-region (`--region`) refuses requests signed for others before they reach here, and a broker in
-catalog mode keeps one namespace for every region (a catalog schema has no folders under it).
+A request is in the region its signature is scoped to. The home region (`--region`, else
+us-east-1) serves the broker's own root, and so does every request that names no AWS region
+(an unsigned one, or one signed for a name such as "local" or "elasticmq", as clients of local
+emulators often are). Each other AWS region (botocore's list of SQS's regions: a bounded set, so
+no client can make the server open roots without end) serves a root of its own under it,
+`<root>/regions/<region>`, opened at its first request, or at the first redrive pass for one
+that has queues from an earlier run; it has its own long polls, move tasks and Spark broker. So
+a queue made through us-west-1 is not listed, found or reached through us-west-2, and each
+region's ARNs name it. An endpoint pinned to one region (`--region`) serves that region alone,
+and a broker in catalog mode keeps one namespace for every region (a catalog schema has no
+folders under it).
 """
 
 from __future__ import annotations
 
-import re
+import functools
 import threading
 from collections.abc import Callable
 
+import botocore.session
+
 from ..broker import Broker
-from .faults import SqsFault
 from .naming import Naming
 from .service import Service
 
-# AWS's region names (us-east-1, eu-central-2, us-gov-west-1, ap-southeast-5...): the only ones
-# that become a folder name.
-REGION = re.compile(r"[a-z]{2}(?:-[a-z]{2,16}){1,3}-[0-9]{1,2}")
+
+@functools.cache
+def aws_regions() -> frozenset[str]:
+    """Every region SQS serves in any AWS partition, as the installed botocore knows them."""
+    session = botocore.session.get_session()
+    return frozenset(
+        region
+        for partition in session.get_available_partitions()
+        for region in session.get_available_regions("sqs", partition_name=partition)
+    )
 
 
 class Regions:
-    """The home region's service, and each other region's, made at its first request."""
+    """The home region's service, and each other region's, opened at its first need."""
 
     def __init__(
-        self, broker: Broker, naming: Naming, open_spark: Callable[[], Broker] | None
+        self,
+        broker: Broker,
+        naming: Naming,
+        open_spark: Callable[[], Broker] | None,
+        *,
+        apart: bool,
     ) -> None:
+        """`apart`: other regions have roots of their own (a root, not pinned to a region)."""
         self.home = Service(broker, naming, open_spark=open_spark)
+        self._apart = apart and broker.root is not None
         self._open_spark = open_spark
         self._others: dict[str, Service] = {}
-        self._lock = threading.Lock()
+        self._opening: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()  # guards the two maps, never held while a region opens
+        self._found = False
 
     def service(self, region: str | None) -> Service:
         """The service of the region a request is in."""
-        naming = self.home.naming
-        if region is None or region == naming.arn_region or naming.region:
+        if not self._apart or region is None or region == self.home.naming.arn_region:
             return self.home
-        root = self.home.broker.root
-        if root is None:  # catalog mode: one namespace
+        if region not in aws_regions():
             return self.home
-        if not REGION.fullmatch(region):
-            raise SqsFault(
-                "SignatureDoesNotMatch",
-                f"Credential should be scoped to a valid region, not '{region[:40]}'.",
-            )
-        with self._lock:
-            found = self._others.get(region)
-            if found is None:
-                found = self._others[region] = self._open(region, f"{root}/regions/{region}")
-            return found
-
-    def services(self) -> list[Service]:
-        """Every region's service opened so far, the home region's first."""
-        with self._lock:
-            return [self.home, *self._others.values()]
+        found = self._others.get(region)
+        return found if found is not None else self._open(region)
 
     def pass_brokers(self) -> list[Callable[[], Broker]]:
-        """What opens each region's broker for its redrive passes (each its own: one region's
-        failure to open leaves the others' passes running)."""
-        return [service.pass_broker for service in self.services()]
+        """What opens each region's broker for its redrive passes, the home region's first (each
+        its own: one region's failure to open leaves the others' passes running). The first call
+        also opens the regions that hold queues from an earlier run."""
+        if self._apart and not self._found:
+            self._found = True
+            root = self.home.broker.root
+            for region in sorted(aws_regions() - {self.home.naming.arn_region}):
+                if self.home.broker.holds_queues(f"{root}/regions/{region}"):
+                    self._open(region)
+        with self._lock:
+            services = [self.home, *self._others.values()]
+        return [service.pass_broker for service in services]
 
-    def _open(self, region: str, root: str) -> Service:
-        """A region's service: a broker like the home one on the region's root, and the home
-        region's Spark broker (its session) on that root where Spark is needed."""
-        home = self.home
-        spark = None if self._open_spark is None else (lambda: home.spark_broker().on_root(root))
-        naming = Naming(home.naming.account, region)
-        return Service(home.broker.on_root(root), naming, open_spark=spark)
+    def _open(self, region: str) -> Service:
+        """A region's service, opened once: a broker like the home one on the region's root,
+        and the home region's Spark broker (its session) on that root where Spark is needed."""
+        with self._lock:
+            opening = self._opening.setdefault(region, threading.Lock())
+        with opening:  # one region's opening (storage I/O) holds up no other region
+            found = self._others.get(region)
+            if found is not None:
+                return found
+            home, root = self.home, f"{self.home.broker.root}/regions/{region}"
+            spark = None
+            if self._open_spark is not None:
+                spark = lambda: home.spark_broker().on_root(root)  # noqa: E731
+            naming = Naming(home.naming.account, region)
+            found = Service(home.broker.on_root(root), naming, open_spark=spark)
+            with self._lock:
+                self._others[region] = found
+            return found

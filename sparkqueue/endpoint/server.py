@@ -34,7 +34,7 @@ from ..limits import (
 from . import messages, queues, wire
 from .auth import AccessKeys, check_credentials, check_signature, signed_region
 from .faults import SqsFault, fault_of
-from .naming import DEFAULT_ACCOUNT, Naming
+from .naming import DEFAULT_ACCOUNT, DEFAULT_REGION, Naming
 from .regions import Regions
 from .service import Request
 from .transport import (
@@ -113,7 +113,11 @@ class SqsEndpoint:
                 f"without access keys the endpoint serves localhost only, not {host!r}; set"
                 " SPARKQUEUE_ACCESS_KEYS=key:secret[,key:secret...] to serve other hosts"
             )
-        self.regions = Regions(broker, Naming(account, region), open_spark)  # regions.py
+        # Pinned to `region`, or every region with queues of its own (regions.py); the home
+        # region's names then say which region they are of, as every other region's do.
+        self.region = region
+        home = region or (DEFAULT_REGION if broker.root is not None else None)
+        self.regions = Regions(broker, Naming(account, home), open_spark, apart=region is None)
         self.service = self.regions.home
         self.redrive = RedrivePasses(self.regions.pass_brokers, redrive_every)  # upkeep.py
         self.tls = tls_context(tls_cert, tls_key)
@@ -191,7 +195,7 @@ class SqsEndpoint:
                 raise SqsFault("InvalidParameterValue", "the request target must be a path")
             origin = f"{self.scheme}://{headers.get('host') or ''}"
             if self.keys:
-                url, region = f"{origin}{target}", self.service.naming.region
+                url, region = f"{origin}{target}", self.region
                 check_signature(self.keys, method, url, headers, body, datetime.now(UTC), region)
             else:
                 check_local(method, headers, self.port, 80 if self.tls is None else 443)
@@ -206,8 +210,8 @@ class SqsEndpoint:
             return 200, {"Content-Type": content_type, "x-amzn-RequestId": request_id}, data
         except SqsFault as fault:
             return self._fault(fault, protocol, request_id)
-        except QueueError as error:
-            return self._fault(fault_of(error), protocol, request_id)
+        except QueueError as error:  # opening a region: its root's name is not the client's
+            return self._fault(self.service.private(fault_of(error)), protocol, request_id)
         except Exception:
             log.exception("request %s failed", request_id)
             if undo:  # the action's work reaches the client in no answer
@@ -271,7 +275,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             size = body_length(self.command, headers)
             if endpoint.keys:  # no body is taken in for a client without a key
-                region = endpoint.service.naming.region
+                region = endpoint.region
                 check_credentials(endpoint.keys, headers, datetime.now(UTC), region)
         except SqsFault as fault:
             status, answer, data = endpoint._fault(fault, headers.protocol, str(uuid.uuid4()))

@@ -346,10 +346,13 @@ def test_policy_encryption_and_throughput_attributes(sqs, name):
     assert code(error) == "InvalidAttributeValue"
 
 
-def test_queue_urls_of_any_region(sqs, pinned, name):
+def test_queue_urls_of_each_region(sqs, pinned, name):
     sqs.create_queue(QueueName=name)
+    home_style = f"https://sqs.us-east-1.amazonaws.com/000000000000/{name}"
+    sqs.send_message(QueueUrl=home_style, MessageBody="its own region")
     aws_style = f"https://sqs.{OTHER_REGION}.amazonaws.com/000000000000/{name}"
-    sqs.send_message(QueueUrl=aws_style, MessageBody="any region")  # the home region takes any
+    with pytest.raises(sqs.exceptions.QueueDoesNotExist):  # regions apart: another's URL
+        sqs.send_message(QueueUrl=aws_style, MessageBody="elsewhere")
     with pytest.raises(ClientError) as error:  # a pinned endpoint takes its own region's only
         json_client(pinned[1]).create_queue(QueueName=name)
     assert (code(error), status(error)) == ("SignatureDoesNotMatch", 403)

@@ -42,6 +42,7 @@ class RecordingBroker:
     # what the actions read to keep the server's storage location out of error texts
     context = SimpleNamespace(tables=SimpleNamespace(layout=SimpleNamespace(local_dir=None)))
     spark = SimpleNamespace()  # as a broker with Spark: its queues are served as they are
+    root = None  # as a catalog's broker: every region's requests reach it
 
     def get_queue(self, name: str) -> Any:
         self.calls.append(("get_queue", name))

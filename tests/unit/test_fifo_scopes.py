@@ -5,9 +5,12 @@ delta-rs commits, no JVM."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sparkqueue import Broker
+from sparkqueue.attributes import QueueAttributes
 from sparkqueue.errors import InvalidParameterValue
 from sparkqueue.rules.deduplication import SCOPE_SEPARATOR
 from tests.unit.test_endpoint_as_sqs import fifo, served, sqs  # noqa: F401 (fixtures)
@@ -120,3 +123,14 @@ def test_the_endpoint_deduplicates_by_group_and_answers_the_id_as_given(sqs):  #
     assert ids == {"d-1"} and SCOPE_SEPARATOR not in "".join(ids)
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     assert {name: attributes[name] for name in GROUPED} == GROUPED
+
+
+def test_a_queue_an_older_version_stored_with_other_modes_still_opens():
+    """The modes are checked where they are given, not where a registry row is read: a
+    standard queue stored with them before they were acted on is read, and not deduplicated by
+    group."""
+    stored = {**QueueAttributes().as_dict(), "sqs_metadata": {"DeduplicationScope": "messageGroup"}}
+    attributes = QueueAttributes.from_json(json.dumps(stored))
+    assert not attributes.deduplicates_in_group
+    with pytest.raises(InvalidParameterValue):
+        attributes.changed({"visibility_timeout": 60})
