@@ -42,6 +42,7 @@ ENDPOINT_MAX_CONNECTIONS = 128
 # How long the endpoint trusts that a queue it found still exists (and what it is) before
 # asking the broker again; the broker's registry cache lives as long (ATTRIBUTE_CACHE_SECONDS).
 QUEUE_LOOKUP_CACHE_SECONDS = 5.0
+PURGE_EVERY_SECONDS = 60  # SQS: one PurgeQueue per queue a minute (the endpoint's rule)
 # Messages in flight a queue allows (standard, FIFO). At the limit a standard queue's receive
 # answers OverLimit (or nothing, when long polling) and a FIFO queue's answers nothing, as SQS's.
 IN_FLIGHT_LIMITS = {False: 120_000, True: 120_000}

@@ -44,6 +44,7 @@ KINDS = {
         _kind("InvalidParameterValue"),
         _kind("MissingParameter"),
         _kind("OverLimit", status=403),
+        _kind("PurgeQueueInProgress", _SQS + "PurgeQueueInProgress", status=403),
         _kind("ResourceNotFoundException", status=404),
         _kind("InvalidAction", status=400),
         _kind("SerializationException", "MalformedQueryString"),

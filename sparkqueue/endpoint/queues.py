@@ -144,7 +144,9 @@ def _change_policy(queue: Queue, change: Callable[[str | None], str | None]) -> 
 
 @action
 def purge_queue(request: Request) -> dict[str, Any]:
-    request.queue().purge()
+    queue = request.queue()
+    with request.service.purging(queue):
+        queue.purge()
     return {}
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..broker import Broker
@@ -19,7 +21,7 @@ from ..errors import (
     ReceiptHandleIsInvalid,
     UnsupportedOperation,
 )
-from ..limits import QUEUE_LOOKUP_CACHE_SECONDS
+from ..limits import PURGE_EVERY_SECONDS, QUEUE_LOOKUP_CACHE_SECONDS
 from ..queue import Queue
 from ..rules import handles
 from .faults import NO_QUEUE, SqsFault, fault_of, missing_parameter
@@ -48,6 +50,9 @@ class Service:
     tasks: MoveTasks = field(default_factory=MoveTasks)
     open_spark: Callable[[], Broker] | None = None
     queues: Lookups[Queue] = field(init=False)
+    # Each queue table's last PurgeQueue through this service (SQS allows one a minute).
+    _purged: dict[str, datetime] = field(init=False, default_factory=dict)
+    _purge_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _spark: Broker | None = field(init=False, default=None)
     _spark_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
@@ -117,6 +122,29 @@ class Service:
             for name, record in records.items()
             if record.attributes.dead_letter_queue == dead_letter_queue
         )
+
+    @contextmanager
+    def purging(self, queue: Queue) -> Iterator[None]:
+        """Around a PurgeQueue: PurgeQueueInProgress, as SQS answers, when this service purged
+        the queue's table less than PURGE_EVERY_SECONDS ago (or is purging it now); a purge
+        that fails counts as none."""
+        location = self.broker.context.record(queue.name).location
+        now = self.broker.context.now()
+        with self._purge_lock:
+            last = self._purged.get(location)
+            if last is not None and now - last < timedelta(seconds=PURGE_EVERY_SECONDS):
+                raise SqsFault(
+                    "PurgeQueueInProgress",
+                    f"Only one PurgeQueue operation on {queue.name} is allowed every"
+                    f" {PURGE_EVERY_SECONDS} seconds.",
+                )
+            self._purged[location] = now
+        try:
+            yield
+        except BaseException:
+            with self._purge_lock:
+                self._purged.pop(location, None)
+            raise
 
     def authentic(self, queue: Queue, handle: str) -> bool:
         """Whether `handle` is one this queue issued (current or not): SQS lets an old handle's

@@ -261,3 +261,26 @@ def test_messages_received_for_a_client_that_left_are_given_back(served, clock, 
     )["Messages"]
     assert message["Body"] == "for nobody"
     assert message["Attributes"]["ApproximateReceiveCount"] == "2"
+
+
+def test_a_second_purge_within_a_minute_is_refused_as_sqs_refuses_it(sqs, clock):
+    url = sqs.create_queue(QueueName="purged")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="first")
+    sqs.purge_queue(QueueUrl=url)
+    sqs.send_message(QueueUrl=url, MessageBody="second")
+    with pytest.raises(ClientError) as error:
+        sqs.purge_queue(QueueUrl=url)
+    answer = error.value.response
+    assert (answer["ResponseMetadata"]["HTTPStatusCode"], answer["Error"]["Code"]) == (
+        403,
+        "AWS.SimpleQueueService.PurgeQueueInProgress",
+    )
+    assert answer["Error"]["Message"] == (
+        "Only one PurgeQueue operation on purged is allowed every 60 seconds."
+    )
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=url)["Messages"]] == ["second"]
+    clock.advance(60)
+    sqs.purge_queue(QueueUrl=url)  # a minute later
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)
+    other = sqs.create_queue(QueueName="other")["QueueUrl"]
+    sqs.purge_queue(QueueUrl=other)  # each queue its own minute
