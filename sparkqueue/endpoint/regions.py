@@ -16,6 +16,7 @@ folders under it).
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable
 
@@ -24,6 +25,8 @@ import botocore.session
 from ..broker import Broker
 from .naming import Naming
 from .service import Service
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -55,7 +58,9 @@ class Regions:
         self._others: dict[str, Service] = {}
         self._opening: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()  # guards the two maps, never held while a region opens
-        self._found = False
+        # The regions not yet looked for under the root (an earlier run's queues), by the passes.
+        home = self.home.naming.arn_region
+        self._unprobed = sorted(aws_regions() - {home}) if self._apart else []
 
     def service(self, region: str | None) -> Service:
         """The service of the region a request is in."""
@@ -69,13 +74,17 @@ class Regions:
     def pass_brokers(self) -> list[Callable[[], Broker]]:
         """What opens each region's broker for its redrive passes, the home region's first (each
         its own: one region's failure to open leaves the others' passes running). The first call
-        also opens the regions that hold queues from an earlier run."""
-        if self._apart and not self._found:
-            self._found = True
-            root = self.home.broker.root
-            for region in sorted(aws_regions() - {self.home.naming.arn_region}):
-                if self.home.broker.holds_queues(f"{root}/regions/{region}"):
+        also opens the regions that hold queues from an earlier run (a region the storage did
+        not answer for is looked for again at the next)."""
+        unanswered = []
+        for region in self._unprobed:
+            try:
+                if self.home.broker.holds_queues(f"{self.home.broker.root}/regions/{region}"):
                     self._open(region)
+            except Exception as error:  # the storage's: the next pass looks again
+                log.debug("looking for the region %s's queues failed: %s", region, error)
+                unanswered.append(region)
+        self._unprobed = unanswered
         with self._lock:
             services = [self.home, *self._others.values()]
         return [service.pass_broker for service in services]

@@ -54,7 +54,12 @@ class RedrivePasses:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_seconds):
-            for broker in self._brokers():
+            try:
+                brokers = self._brokers()
+            except Exception:
+                log.exception("finding the brokers for a redrive pass failed; the next retries")
+                continue
+            for broker in brokers:
                 if not self._stop.is_set():
                     self._pass(broker)
             self.passes += 1
