@@ -101,12 +101,15 @@ class QueueAttributes:
         ):
             raise InvalidParameterValue("sqs_metadata must be a dict of str keys to str values")
 
-    def check_fifo_modes(self) -> QueueAttributes:
-        """Itself, once its high-throughput FIFO modes are SQS's values on a FIFO queue; checked
-        where attributes are given (`create_queue`, `changed`), not where a registry row is read,
-        so that a queue an older version stored with other values still opens."""
+    def check_fifo_modes(self, before: QueueAttributes | None = None) -> QueueAttributes:
+        """Itself, once its high-throughput FIFO modes (those that differ from `before`'s) are
+        SQS's values on a FIFO queue. Checked where they are given (`create_queue`, `changed`),
+        not where a registry row is read: a queue an older version stored with other values
+        still opens, and takes changes of anything else."""
         for name, allowed in FIFO_MODES.items():
             value = self.sqs_metadata.get(name)
+            if before is not None and value == before.sqs_metadata.get(name):
+                continue
             if value is not None and (not self.fifo or value not in allowed):
                 raise InvalidParameterValue(
                     f"sqs_metadata's {name} is one of {list(allowed)}, on FIFO queues only;"
@@ -144,7 +147,7 @@ class QueueAttributes:
         )
         if fixed:
             raise InvalidParameterValue(f"{fixed} cannot change after the queue is created")
-        return dataclasses.replace(self, **changes).check_fifo_modes()
+        return dataclasses.replace(self, **changes).check_fifo_modes(self)
 
     def difference(self, wanted: QueueAttributes) -> str:
         """What differs from `wanted`, for QueueAlreadyExists messages."""

@@ -1,11 +1,12 @@
 """Queue URLs and ARNs as SQS spells them: `http://host:port/<account>/<queue>` and
 `arn:aws:sqs:<region>:<account>:<queue>`.
 
-One endpoint serves one namespace of queues. SQS's own URLs name a region in their host
-(`https://sqs.<region>.amazonaws.com/...`, `https://<region>.queue.amazonaws.com/...`) and ARNs
-name one too; unless the endpoint is pinned to a region (`sparkqueue serve --region R`), any
-region there names the same queues. A pinned endpoint answers a URL or ARN of another region as
-naming no queue. A bare queue name is accepted as a QueueUrl, as SQS accepts it.
+A `Naming` is one region's (regions.py: each region of an endpoint has queues of its own). SQS's
+own URLs name a region in their host (`https://sqs.<region>.amazonaws.com/...`,
+`https://<region>.queue.amazonaws.com/...`) and ARNs name one too: a URL or ARN of another
+region names none of this region's queues; a URL whose host names no region (the endpoint's
+own) names them. A Naming without a region (a catalog's endpoint, one namespace for every
+region) takes any region's. A bare queue name is accepted as a QueueUrl, as SQS accepts it.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ _REGION_HOST = re.compile(
 class Naming:
     """The account and region this endpoint plays, for the URLs and ARNs it hands out and reads.
 
-    `region` None: ARNs say DEFAULT_REGION and any region is accepted; a region: the endpoint is
-    pinned to it."""
+    `region`: the region whose queues these are (ARNs say it; URLs and ARNs of another region
+    name none of them); None: ARNs say DEFAULT_REGION and any region's name the same queues."""
 
     account: str = DEFAULT_ACCOUNT
     region: str | None = None

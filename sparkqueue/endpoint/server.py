@@ -160,6 +160,7 @@ class SqsEndpoint:
         return self
 
     def close(self) -> None:
+        self.regions.close()
         self.redrive.stop()
         if self._thread is not None:
             self._http.shutdown()

@@ -50,7 +50,9 @@ class Service:
     tasks: MoveTasks = field(default_factory=MoveTasks)
     open_spark: Callable[[], Broker] | None = None
     queues: Lookups[Queue] = field(init=False)
-    # Each queue table's last PurgeQueue through this service (SQS allows one a minute).
+    # Each queue table's PurgeQueue under way, and its last one within the minute, through this
+    # service (SQS allows one a minute).
+    _purging: set[str] = field(init=False, default_factory=set)
     _purged: dict[str, datetime] = field(init=False, default_factory=dict)
     _purge_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _spark: Broker | None = field(init=False, default=None)
@@ -125,26 +127,29 @@ class Service:
 
     @contextmanager
     def purging(self, queue: Queue) -> Iterator[None]:
-        """Around a PurgeQueue: PurgeQueueInProgress, as SQS answers, when this service purged
-        the queue's table less than PURGE_EVERY_SECONDS ago (or is purging it now); a purge
-        that fails counts as none."""
+        """Around a PurgeQueue: PurgeQueueInProgress, as SQS answers, while this service purges
+        the queue's table or within PURGE_EVERY_SECONDS of its last purge there; a purge that
+        fails counts as none."""
         location = self.broker.context.record(queue.name).location
         now = self.broker.context.now()
+        window = timedelta(seconds=PURGE_EVERY_SECONDS)
         with self._purge_lock:
             last = self._purged.get(location)
-            if last is not None and now - last < timedelta(seconds=PURGE_EVERY_SECONDS):
+            if location in self._purging or (last is not None and now - last < window):
                 raise SqsFault(
                     "PurgeQueueInProgress",
                     f"Only one PurgeQueue operation on {queue.name} is allowed every"
                     f" {PURGE_EVERY_SECONDS} seconds.",
                 )
-            self._purged[location] = now
+            self._purging.add(location)
         try:
             yield
-        except BaseException:
+        finally:
             with self._purge_lock:
-                self._purged.pop(location, None)
-            raise
+                self._purging.discard(location)
+        with self._purge_lock:  # done: the minute runs from the request; older ones forgotten
+            self._purged = {k: t for k, t in self._purged.items() if now - t < window}
+            self._purged[location] = now
 
     def authentic(self, queue: Queue, handle: str) -> bool:
         """Whether `handle` is one this queue issued (current or not): SQS lets an old handle's

@@ -68,7 +68,9 @@ class RedrivePasses:
         started = time.monotonic()
         try:
             report = broker().redrive()
-        except Exception:
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:  # a delta-rs panic too: the passes go on
             log.exception("endpoint redrive pass failed; the next one retries")
             return
         if report.moved_to_dead_letter or report.released or report.expired_by_retention:

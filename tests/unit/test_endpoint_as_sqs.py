@@ -284,3 +284,28 @@ def test_a_second_purge_within_a_minute_is_refused_as_sqs_refuses_it(sqs, clock)
     assert "Messages" not in sqs.receive_message(QueueUrl=url)
     other = sqs.create_queue(QueueName="other")["QueueUrl"]
     sqs.purge_queue(QueueUrl=other)  # each queue its own minute
+
+
+def test_a_purge_that_failed_counts_as_none_and_regions_purge_apart(served, sqs, monkeypatch):
+    endpoint = served[0]
+    url = sqs.create_queue(QueueName="purged")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="kept")
+
+    def fails(self) -> int:
+        raise TransactionConflict("the purge kept conflicting")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Queue, "purge", fails)
+        with pytest.raises(ClientError) as error:
+            sqs.purge_queue(QueueUrl=url)
+        assert error.value.response["Error"]["Code"] == "ServiceUnavailable"
+    sqs.purge_queue(QueueUrl=url)  # the failed one did not count
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)
+    west = sqs_client(endpoint.url, region_name="us-west-1")
+    west_url = west.create_queue(QueueName="purged")["QueueUrl"]  # same name, another region
+    west.send_message(QueueUrl=west_url, MessageBody="west")
+    west.purge_queue(QueueUrl=west_url)
+    assert "Messages" not in west.receive_message(QueueUrl=west_url)
+    sqs.delete_queue(QueueUrl=url)
+    again = sqs.create_queue(QueueName="purged")["QueueUrl"]  # a new queue of that name
+    sqs.purge_queue(QueueUrl=again)

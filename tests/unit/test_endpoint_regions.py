@@ -105,8 +105,8 @@ def signed_for(url: str, region: str) -> tuple[int, str]:
         connection.close()
 
 
-@pytest.mark.parametrize("region", ["..", ".", "local", "elasticmq", "us-east", "zz-fake-9"])
-def test_a_signature_scoped_to_no_aws_region_reaches_the_home_region(root, clock, region):
+@pytest.mark.parametrize("region", ["..", ".", "local", "elasticmq", "us-east"])
+def test_a_signature_scoped_to_no_region_reaches_the_home_region(root, clock, region):
     """Local emulators' clients sign for names such as "local": their queues are the home
     region's, and no name a client signs for opens a root of its own beside AWS's regions."""
     with serve(root, clock, redrive_every=0) as endpoint:
@@ -115,6 +115,18 @@ def test_a_signature_scoped_to_no_aws_region_reaches_the_home_region(root, clock
         assert names(sqs_client(endpoint.url)) == ["orders"]
         assert signed_for(endpoint.url, "us-west-1")[0] == 200  # an AWS region: its own
     assert sorted(p.name for p in (root / "regions").iterdir()) == ["us-west-1"]
+
+
+@pytest.mark.parametrize("region", ["zz-fake-9", "us-west-99", "us-gov-nowhere-1"])
+def test_a_region_aws_does_not_serve_is_refused_and_opens_nothing(root, clock, region):
+    with serve(root, clock, redrive_every=0) as endpoint:
+        status, body = signed_for(endpoint.url, region)
+        assert (status, json.loads(body)["__type"].rsplit("#", 1)[-1]) == (
+            403,
+            "SignatureDoesNotMatch",
+        )
+        assert names(sqs_client(endpoint.url)) == []
+    assert not (root / "regions").exists()
 
 
 def test_the_endpoint_runs_the_redrive_pass_in_every_region_after_a_restart(root, clock):
@@ -136,3 +148,39 @@ def test_the_endpoint_runs_the_redrive_pass_in_every_region_after_a_restart(root
         while regional.get_queue("dead").stats().visible == 0 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert regional.get_queue("dead").stats().visible == 1
+
+
+def test_a_region_the_storage_did_not_answer_for_is_looked_for_again(root, clock, monkeypatch):
+    """The search for an earlier run's regions outlives a failing look (a store that did not
+    answer), and a pass's failure to list its brokers ends no passes."""
+    with serve(root, clock, redrive_every=0) as endpoint:
+        west = sqs_client(endpoint.url, region_name="us-west-2")
+        west.create_queue(QueueName="kept")
+    looks: list[str] = []
+    holds = Broker.holds_queues
+
+    def flaky(self, where: str) -> bool:
+        looks.append(where)
+        if where.endswith("us-west-2") and looks.count(where) == 1:
+            raise OSError("the store did not answer")
+        return holds(self, where)
+
+    monkeypatch.setattr(Broker, "holds_queues", flaky)
+    monkeypatch.setattr("sparkqueue.endpoint.regions.PROBE_RETRY_SECONDS", 0.2)
+    with serve(root, clock, redrive_every=0.1) as endpoint:
+        lists = endpoint.regions.pass_brokers
+
+        def fails_once() -> list:
+            endpoint.redrive._brokers = lists
+            raise OSError("listing the brokers failed")
+
+        endpoint.redrive._brokers = fails_once
+        deadline = time.monotonic() + 30
+        while len(lists()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(lists()) == 2  # the home region and us-west-2, found on a second look
+        passes = endpoint.redrive.passes
+        while endpoint.redrive.passes == passes and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert endpoint.redrive.passes > passes  # the passes went on after the failed listing
+    assert sum(where.endswith("us-west-2") for where in looks) == 2

@@ -128,9 +128,12 @@ def test_the_endpoint_deduplicates_by_group_and_answers_the_id_as_given(sqs):  #
 def test_a_queue_an_older_version_stored_with_other_modes_still_opens():
     """The modes are checked where they are given, not where a registry row is read: a
     standard queue stored with them before they were acted on is read, and not deduplicated by
-    group."""
+    group; it takes changes of anything else, and SQS's values of the modes only."""
     stored = {**QueueAttributes().as_dict(), "sqs_metadata": {"DeduplicationScope": "messageGroup"}}
     attributes = QueueAttributes.from_json(json.dumps(stored))
     assert not attributes.deduplicates_in_group
+    assert attributes.changed({"visibility_timeout": 60}).visibility_timeout == 60
+    kept = {"DeduplicationScope": "messageGroup", "Policy": "{}"}  # the endpoint's merged form
+    assert attributes.changed({"sqs_metadata": kept}).sqs_metadata == kept
     with pytest.raises(InvalidParameterValue):
-        attributes.changed({"visibility_timeout": 60})
+        attributes.changed({"sqs_metadata": {"FifoThroughputLimit": "perQueue"}})

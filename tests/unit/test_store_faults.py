@@ -20,7 +20,8 @@ from tests.fault_cases import fault_kinds, redrive_move
 
 # The kinds whose outcome rests on sparkqueue's own code: an answer lost after the store acted
 # and a reset connection (a commit searches the log for itself), and a stall past the client's
-# timeout (the timeout sparkqueue sets). 500s, 503s and slow answers are object_store's own
+# timeout (a commit whose answer never came searches the log like a lost one). 500s, 503s and
+# slow answers are object_store's own
 # retries: `--fault-kinds all` runs them too.
 DEFAULT_KINDS = ("lose", "reset", "stall")
 CLIENT_TIMEOUT = "2s"  # object_store's per request: a stall outlasts it
