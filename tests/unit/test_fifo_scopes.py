@@ -14,20 +14,13 @@ from sparkqueue.attributes import QueueAttributes
 from sparkqueue.errors import InvalidParameterValue
 from sparkqueue.rules.deduplication import SCOPE_SEPARATOR
 from tests.unit.test_endpoint_as_sqs import fifo, served, sqs  # noqa: F401 (fixtures)
+from tests.unit.test_native_fifo import drain
 
 GROUPED = {"DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}
 
 
 def send(queue, body: str, group: str, deduplication_id: str = "same") -> str:
     return queue.send(body, group_id=group, deduplication_id=deduplication_id)
-
-
-def drain(queue) -> list:
-    delivered = []
-    while batch := queue.receive(10, visibility_timeout=600):
-        delivered += batch
-        assert not queue.delete_batch([m.receipt_handle for m in batch]).failed
-    return delivered
 
 
 @pytest.fixture
