@@ -12,7 +12,9 @@ One producer sends every tenant's messages due, ten batches a second. Each run l
 - noisy, fair: the same beside the noisy tenant, every message carrying its tenant's group;
 - noisy, unfair: the same messages without groups (each message then a tenant of its own, as in
   SQS: nobody is noisy), the tenant in an attribute.
-The bar: the quiet tenants' p99 wait beside the noisy one, fair, within 2x of alone. Then a single
+The bar: the quiet tenants' p99 wait beside the noisy one, fair, within 2x of alone; the same two
+runs again through the SQS endpoint served in this process, every thread a boto3 client of it
+(SendMessageBatch, ReceiveMessage, DeleteMessageBatch). Then a single
 tenant's load (the load scenario with every message in one group) beside the same load without
 groups, for what counting tenants costs: two runs each, in the order A B B A, their means.
 
@@ -24,16 +26,78 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from ..broker import Broker
+from ..queue import Queue
+from .endpoint import ACCESS_KEY, SECRET_KEY, sqs_client
 from .loads import load
 from .timing import percentile
 from .window import during_window
 
 NOISY_TIMES = 10  # the noisy tenant's rate, in quiet tenants' rates
 TICK_SECONDS = 0.1  # a producer sends one batch per tick
+
+
+@dataclass(frozen=True)
+class Tenancy:
+    """What a fair run's thread does to its queue, straight on `Queue` or over the SQS API:
+    send entries (`body`, `attributes` with the tenant, `group_id` when fair), receive up to ten
+    as (tenant, seconds since sent, receipt handle), delete by handles."""
+
+    send: Callable[[list[dict[str, Any]]], object]
+    receive: Callable[[], list[tuple[str, float, str]]]
+    delete: Callable[[list[str]], object]
+
+
+def straight(queue: Queue) -> Tenancy:
+    def receive() -> list[tuple[str, float, str]]:
+        messages = queue.receive(10, visibility_timeout=3_600)
+        now = datetime.now(UTC)
+        return [
+            (m.attributes["tenant"], (now - m.sent_at).total_seconds(), m.receipt_handle)
+            for m in messages
+        ]
+
+    return Tenancy(queue.send_batch, receive, queue.delete_batch)
+
+
+def over_sqs(endpoint_url: str, queue_url: str) -> Tenancy:
+    """A boto3 client's SendMessageBatch (ten entries a call), ReceiveMessage and
+    DeleteMessageBatch on the queue, through the endpoint."""
+    client = sqs_client(endpoint_url)
+
+    def send(entries: list[dict[str, Any]]) -> None:
+        for start in range(0, len(entries), 10):
+            batch = [
+                {"Id": str(i), "MessageBody": entry["body"],
+                 "MessageAttributes": {"tenant": {"DataType": "String",
+                                                  "StringValue": entry["attributes"]["tenant"]}},
+                 **({"MessageGroupId": entry["group_id"]} if "group_id" in entry else {})}
+                for i, entry in enumerate(entries[start : start + 10])
+            ]  # fmt: skip
+            client.send_message_batch(QueueUrl=queue_url, Entries=batch)
+
+    def receive() -> list[tuple[str, float, str]]:
+        got = client.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, VisibilityTimeout=3_600,
+            MessageAttributeNames=["tenant"], MessageSystemAttributeNames=["SentTimestamp"],
+        ).get("Messages", [])  # fmt: skip
+        now_ms = time.time() * 1000
+        return [
+            (m["MessageAttributes"]["tenant"]["StringValue"],
+             (now_ms - int(m["Attributes"]["SentTimestamp"])) / 1000, m["ReceiptHandle"])
+            for m in got
+        ]  # fmt: skip
+
+    def delete(handles: list[str]) -> None:
+        entries = [{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(handles)]
+        client.delete_message_batch(QueueUrl=queue_url, Entries=entries)
+
+    return Tenancy(send, receive, delete)
 
 
 def fair_run(
@@ -47,9 +111,10 @@ def fair_run(
     work_ms: float,
     noisy: bool,
     fair: bool,
+    client: Callable[[Queue], Tenancy] = straight,
 ) -> dict[str, Any]:
-    """One run: each tenant's producer and the consumers for `seconds`; each tenant kind's
-    waits (seconds from send to receive), p50 and p99."""
+    """One run: each tenant's producer and the consumers for `seconds`, each thread with a
+    `client` of its own; each tenant kind's waits (seconds from send to receive), p50 and p99."""
     queue = broker.create_queue(name, visibility_timeout=3_600)
     names = [f"quiet{i}" for i in range(tenants)] + (["noisy"] if noisy else [])
     waits: dict[str, list[float]] = {tenant: [] for tenant in names}
@@ -57,7 +122,7 @@ def fair_run(
     stop = threading.Event()
 
     def produce() -> None:  # one batch a tick of every tenant's messages due (one commit)
-        owed = dict.fromkeys(names, 0.0)
+        calls, owed = client(queue), dict.fromkeys(names, 0.0)
         started = time.monotonic()
         while not stop.is_set():
             entries = []
@@ -70,24 +135,22 @@ def fair_run(
                 ]  # fmt: skip
                 owed[tenant] -= int(owed[tenant])
             if entries:
-                queue.send_batch(entries)
+                calls.send(entries)
             started += TICK_SECONDS
             stop.wait(max(0.0, started - time.monotonic()))
 
     def consume() -> None:
+        calls = client(queue)
         while not stop.is_set():
-            messages = queue.receive(10, visibility_timeout=3_600)
-            now = datetime.now(UTC)
+            messages = calls.receive()
             with lock:
-                for message in messages:
-                    waits[message.attributes["tenant"]].append(
-                        (now - message.sent_at).total_seconds()
-                    )
+                for tenant, waited, _ in messages:
+                    waits[tenant].append(waited)
             if not messages:
                 stop.wait(0.05)
                 continue
             stop.wait(work_ms * len(messages) / 1000)  # the work each message costs
-            queue.delete_batch([m.receipt_handle for m in messages])
+            calls.delete([handle for *_, handle in messages])
 
     during_window([consume] * consumers + [produce], seconds, stop)
     quiet = [wait for tenant in names if tenant != "noisy" for wait in waits[tenant]]
@@ -143,14 +206,17 @@ def fair(
     taken = capacity(broker, min(seconds, 10.0), consumers, work_ms)
     rate = rate or taken / 15
 
-    def run(name: str, noisy: bool, fair: bool) -> dict[str, Any]:
+    def run(
+        name: str, noisy: bool, fair: bool, client: Callable[[Queue], Tenancy] = straight
+    ) -> dict[str, Any]:
         return fair_run(broker, name, seconds, consumers, tenants=tenants, rate=rate,
-                        work_ms=work_ms, noisy=noisy, fair=fair)  # fmt: skip
+                        work_ms=work_ms, noisy=noisy, fair=fair, client=client)  # fmt: skip
 
     alone = run("fair-alone", noisy=False, fair=True)
     with_fairness = run("fair-noisy", noisy=True, fair=True)
     without = run("fair-noisy-unfair", noisy=True, fair=False)
     base = max(alone["quiet"]["p99_s"], 1e-9)
+    over = over_endpoint(broker, run)
     # One tenant against no groups, in the order A B B A: the machine's drift over the four
     # runs (and whatever the fair runs before them left behind) falls on both alike.
     order = ("solo", None, None, "solo")
@@ -171,4 +237,27 @@ def fair(
         "single_tenant_per_s": statistics.fmean(r["per_s"] for r in solo),
         "ungrouped_per_s": statistics.fmean(r["per_s"] for r in ungrouped),
         "single_tenant_ran_dry": any(r["ran_dry"] for r in solo),
+        **over,
+    }
+
+
+def over_endpoint(broker: Broker, run: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    """The quiet tenants alone and beside the noisy one, fair, with every thread a boto3 client
+    of the SQS endpoint served in this process."""
+    from ..endpoint import AccessKeys, SqsEndpoint
+
+    keys = AccessKeys.parse(f"{ACCESS_KEY}:{SECRET_KEY}")
+    with SqsEndpoint(broker, port=0, access_keys=keys, redrive_every=0) as served:
+
+        def client(queue: Queue) -> Tenancy:
+            account = served.service.naming.account
+            return over_sqs(served.url, f"{served.url}/{account}/{queue.name}")
+
+        alone = run("fair-alone-sqs", noisy=False, fair=True, client=client)
+        beside = run("fair-noisy-sqs", noisy=True, fair=True, client=client)
+    base = max(alone["quiet"]["p99_s"], 1e-9)
+    return {
+        "endpoint_quiet_alone": alone,
+        "endpoint_noisy_fair": beside,
+        "endpoint_quiet_p99_ratio_fair": beside["quiet"]["p99_s"] / base,
     }

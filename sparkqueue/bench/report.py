@@ -186,6 +186,13 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
             "(measured)",
         ),
         (
+            "fair over the SQS endpoint: quiet p50 / p99 alone; beside a noisy tenant",
+            f"{waits(fair['endpoint_quiet_alone'], 'quiet')};"
+            f" {waits(fair['endpoint_noisy_fair'], 'quiet')}"
+            f" ({fair['endpoint_quiet_p99_ratio_fair']:.1f}x alone)",
+            "p99 <= 2x alone",
+        ),
+        (
             "one tenant / no groups, receive(10) + delete_batch",
             f"{fair['single_tenant_per_s']:.1f} / {fair['ungrouped_per_s']:.1f} msg/s"
             f"{DRY[fair['single_tenant_ran_dry']]}",

@@ -1,5 +1,5 @@
-"""The benchmark's fairness scenario, tiny, on the native engine: its three runs and the single
-tenant's load, and the rows it reports."""
+"""The benchmark's fairness scenario, tiny, on the native engine: its three runs, the two through
+the SQS endpoint, the single tenant's load, and the rows it reports."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from sparkqueue.bench.report import table
 def test_the_fairness_scenario_times_each_tenants_wait_and_a_single_tenants_load(tmp_path):
     figures = fair(Broker(None, str(tmp_path / "root")), seconds=1.0, consumers=2, tenants=2,
                    rate=20.0, work_ms=1.0, load_seconds=0.5)  # fmt: skip
-    for run in ("quiet_alone", "noisy_fair", "noisy_unfair"):
+    for run in ("quiet_alone", "noisy_fair", "noisy_unfair", "endpoint_quiet_alone",
+                "endpoint_noisy_fair"):  # fmt: skip
         assert figures[run]["quiet"]["received"] > 0, figures[run]
         assert 0 <= figures[run]["quiet"]["p50_s"] <= figures[run]["quiet"]["p99_s"]
     assert figures["noisy_fair"]["noisy"]["received"] > 0
+    assert figures["endpoint_noisy_fair"]["noisy"]["received"] > 0
     assert "noisy" not in figures["quiet_alone"]
     assert figures["single_tenant_per_s"] > 0 and figures["ungrouped_per_s"] > 0
     reported = {
@@ -22,3 +24,5 @@ def test_the_fairness_scenario_times_each_tenants_wait_and_a_single_tenants_load
     }
     assert "x alone)" in reported["fair: quiet p50 / p99 beside a noisy tenant"]
     assert "msg/s" in reported["one tenant / no groups, receive(10) + delete_batch"]
+    over = reported["fair over the SQS endpoint: quiet p50 / p99 alone; beside a noisy tenant"]
+    assert "x alone)" in over
