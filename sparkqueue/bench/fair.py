@@ -171,19 +171,32 @@ def _waits(values: list[float]) -> dict[str, float]:
     }
 
 
-def capacity(broker: Broker, seconds: float, consumers: int, work_ms: float) -> float:
-    """What the consumers take per second, each message costing `work_ms`, from a backlog."""
-    queue = broker.create_queue("fair-capacity", visibility_timeout=3_600)
-    queue.send_batch([f"backlog {i}" for i in range(int(seconds * consumers * 1000 / work_ms))])
+def capacity(
+    broker: Broker,
+    seconds: float,
+    consumers: int,
+    work_ms: float,
+    *,
+    name: str = "fair-capacity",
+    client: Callable[[Queue], Tenancy] = straight,
+) -> float:
+    """What the consumers (each with a `client` of its own) take per second, each message
+    costing `work_ms`, from a backlog."""
+    queue = broker.create_queue(name, visibility_timeout=3_600)
+    backlog = int(seconds * consumers * 1000 / work_ms)
+    queue.send_batch(
+        [{"body": f"backlog {i}", "attributes": {"tenant": "-"}} for i in range(backlog)]
+    )
     taken: list[int] = []
     stop = threading.Event()
 
     def consume() -> None:
+        calls = client(queue)
         while not stop.is_set():
-            messages = queue.receive(10, visibility_timeout=3_600)
+            messages = calls.receive()
             stop.wait(work_ms * len(messages) / 1000)
             if messages:
-                queue.delete_batch([m.receipt_handle for m in messages])
+                calls.delete([handle for *_, handle in messages])
                 taken.append(len(messages))
 
     during_window([consume] * consumers, seconds, stop)
@@ -206,17 +219,15 @@ def fair(
     taken = capacity(broker, min(seconds, 10.0), consumers, work_ms)
     rate = rate or taken / 15
 
-    def run(
-        name: str, noisy: bool, fair: bool, client: Callable[[Queue], Tenancy] = straight
-    ) -> dict[str, Any]:
+    def run(name: str, noisy: bool, fair: bool) -> dict[str, Any]:
         return fair_run(broker, name, seconds, consumers, tenants=tenants, rate=rate,
-                        work_ms=work_ms, noisy=noisy, fair=fair, client=client)  # fmt: skip
+                        work_ms=work_ms, noisy=noisy, fair=fair)  # fmt: skip
 
     alone = run("fair-alone", noisy=False, fair=True)
     with_fairness = run("fair-noisy", noisy=True, fair=True)
     without = run("fair-noisy-unfair", noisy=True, fair=False)
     base = max(alone["quiet"]["p99_s"], 1e-9)
-    over = over_endpoint(broker, run)
+    over = over_endpoint(broker, seconds, consumers, tenants, work_ms)
     # One tenant against no groups, in the order A B B A: the machine's drift over the four
     # runs (and whatever the fair runs before them left behind) falls on both alike.
     order = ("solo", None, None, "solo")
@@ -241,9 +252,12 @@ def fair(
     }
 
 
-def over_endpoint(broker: Broker, run: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+def over_endpoint(
+    broker: Broker, seconds: float, consumers: int, tenants: int, work_ms: float
+) -> dict[str, Any]:
     """The quiet tenants alone and beside the noisy one, fair, with every thread a boto3 client
-    of the SQS endpoint served in this process."""
+    of the SQS endpoint served in this process: the rates from what the consumers take through
+    it (each call a request, fewer than straight on `Queue`), measured first."""
     from ..endpoint import AccessKeys, SqsEndpoint
 
     keys = AccessKeys.parse(f"{ACCESS_KEY}:{SECRET_KEY}")
@@ -253,10 +267,17 @@ def over_endpoint(broker: Broker, run: Callable[..., dict[str, Any]]) -> dict[st
             account = served.service.naming.account
             return over_sqs(served.url, f"{served.url}/{account}/{queue.name}")
 
-        alone = run("fair-alone-sqs", noisy=False, fair=True, client=client)
-        beside = run("fair-noisy-sqs", noisy=True, fair=True, client=client)
+        taken = capacity(broker, min(seconds, 10.0), consumers, work_ms,
+                         name="fair-capacity-sqs", client=client)  # fmt: skip
+
+        def run(name: str, noisy: bool) -> dict[str, Any]:
+            return fair_run(broker, name, seconds, consumers, tenants=tenants, rate=taken / 15,
+                            work_ms=work_ms, noisy=noisy, fair=True, client=client)  # fmt: skip
+
+        alone, beside = run("fair-alone-sqs", noisy=False), run("fair-noisy-sqs", noisy=True)
     base = max(alone["quiet"]["p99_s"], 1e-9)
     return {
+        "endpoint_capacity_per_s": taken,
         "endpoint_quiet_alone": alone,
         "endpoint_noisy_fair": beside,
         "endpoint_quiet_p99_ratio_fair": beside["quiet"]["p99_s"] / base,

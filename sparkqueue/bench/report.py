@@ -189,7 +189,8 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
             "fair over the SQS endpoint: quiet p50 / p99 alone; beside a noisy tenant",
             f"{waits(fair['endpoint_quiet_alone'], 'quiet')};"
             f" {waits(fair['endpoint_noisy_fair'], 'quiet')}"
-            f" ({fair['endpoint_quiet_p99_ratio_fair']:.1f}x alone)",
+            f" ({fair['endpoint_quiet_p99_ratio_fair']:.1f}x alone; consumers take"
+            f" {fair['endpoint_capacity_per_s']:.0f} msg/s through it)",
             "p99 <= 2x alone",
         ),
         (
