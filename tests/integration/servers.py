@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pyspark
@@ -81,10 +81,28 @@ def standalone_cluster(work: Path, *, cores: int = 2, memory: str = "2g") -> Ite
 
 
 @contextmanager
-def connect_server(work: Path) -> Iterator[str]:
-    """A Spark Connect server (local[2]) with Delta's SQL extension and catalog; yields its URL."""
+def connect_server(work: Path, attempts: int = 3) -> Iterator[str]:
+    """A Spark Connect server (local[2]) with Delta's SQL extension and catalog; yields its URL.
+    A port found free can be taken before the server binds it (its own driver's RPC service
+    once took it): a start that failed to bind tries again on another port."""
     work.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    log = work / "connect.log"
+    with ExitStack() as started:
+        for attempt in range(1, attempts + 1):
+            port = free_port()
+            try:
+                started.enter_context(
+                    daemon(_connect_args(work, port), log, "Spark Connect server started",
+                           spark_env(work))
+                )  # fmt: skip
+                break
+            except RuntimeError:
+                if attempt == attempts or "BindException" not in log.read_text(errors="replace"):
+                    raise
+        yield f"sc://127.0.0.1:{port}"
+
+
+def _connect_args(work: Path, port: int) -> list[str]:
     conf = {
         "spark.master": "local[2]",
         "spark.connect.grpc.binding.address": "127.0.0.1",
@@ -104,6 +122,4 @@ def connect_server(work: Path) -> Iterator[str]:
     args = [str(SPARK_HOME / "bin" / "spark-submit"), "--packages", delta_maven_coordinate()]
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
-    args += ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
-    with daemon(args, work / "connect.log", "Spark Connect server started", spark_env(work)):
-        yield f"sc://127.0.0.1:{port}"
+    return [*args, "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
