@@ -78,6 +78,14 @@ class AccessKeys:
         return bool(self.secrets)
 
 
+def region_refused(region: str) -> SqsFault:
+    """SQS's answer to a signature scoped to a region this endpoint does not serve."""
+    return SqsFault(
+        "SignatureDoesNotMatch",
+        f"Credential should be scoped to a valid region, not '{region[:40]}'.",
+    )
+
+
 def signed_region(headers: Headers) -> str | None:
     """The region a request's signature is scoped to (None for an unsigned request): the region
     whose queues it addresses, as SQS's regional endpoints see it. Checked with the signature
@@ -145,10 +153,7 @@ def check_credentials(
     if secret is None:
         raise SqsFault("InvalidClientTokenId", "the access key is not one this server accepts")
     if region is not None and found["region"] != region:  # as SQS's regional endpoints refuse it
-        raise SqsFault(
-            "SignatureDoesNotMatch",
-            f"Credential should be scoped to a valid region, not '{found['region'][:40]}'.",
-        )
+        raise region_refused(found["region"])
     stamp = headers.get("x-amz-date") or ""
     try:
         signed_at = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)

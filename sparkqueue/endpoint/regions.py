@@ -26,7 +26,7 @@ from collections.abc import Callable
 import botocore.session
 
 from ..broker import Broker
-from .faults import SqsFault
+from .auth import region_refused
 from .naming import Naming
 from .service import Service
 
@@ -74,10 +74,7 @@ class Regions:
             return self.home
         if region not in aws_regions():
             if REGION_SHAPE.fullmatch(region):
-                raise SqsFault(
-                    "SignatureDoesNotMatch",
-                    f"Credential should be scoped to a valid region, not '{region[:40]}'.",
-                )
+                raise region_refused(region)
             return self.home
         found = self._others.get(region)
         return found if found is not None else self._open(region)

@@ -142,14 +142,16 @@ class Service:
                     f" {PURGE_EVERY_SECONDS} seconds.",
                 )
             self._purging.add(location)
+        done = False
         try:
             yield
+            done = True
         finally:
             with self._purge_lock:
                 self._purging.discard(location)
-        with self._purge_lock:  # done: the minute runs from the request; older ones forgotten
-            self._purged = {k: t for k, t in self._purged.items() if now - t < window}
-            self._purged[location] = now
+                if done:  # the minute runs from the request; older ones are forgotten
+                    self._purged = {k: t for k, t in self._purged.items() if now - t < window}
+                    self._purged[location] = now
 
     def authentic(self, queue: Queue, handle: str) -> bool:
         """Whether `handle` is one this queue issued (current or not): SQS lets an old handle's
