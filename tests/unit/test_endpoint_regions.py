@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -184,3 +185,72 @@ def test_a_region_the_storage_did_not_answer_for_is_looked_for_again(root, clock
             time.sleep(0.05)
         assert endpoint.redrive.passes > passes  # the passes went on after the failed listing
     assert sum(where.endswith("us-west-2") for where in looks) == 2
+
+
+def test_threads_opening_one_region_at_once_share_it(root, clock):
+    """Eight clients' first requests of one region, at once: one root, every queue in it."""
+    with serve(root, clock, redrive_every=0) as endpoint:
+        start = threading.Barrier(8)
+        made: list[str] = []
+
+        def create(i: int) -> None:
+            client = sqs_client(endpoint.url, region_name="ap-south-1")
+            start.wait()
+            made.append(client.create_queue(QueueName=f"q{i}")["QueueUrl"])
+
+        threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(made) == 8
+        assert names(sqs_client(endpoint.url, region_name="ap-south-1")) == [
+            f"q{i}" for i in range(8)
+        ]
+        assert len(endpoint.regions.pass_brokers()) == 2  # the home region and ap-south-1
+    assert sorted(p.name for p in (root / "regions").iterdir()) == ["ap-south-1"]
+
+
+def test_the_query_protocol_with_lower_case_headers_picks_its_region(root, clock):
+    """A form-encoded request (the query protocol), its header names lower-cased, signed for
+    us-west-1: its queue is that region's."""
+    with serve(root, clock, redrive_every=0) as endpoint:
+        request = AWSRequest(
+            "POST",
+            f"{endpoint.url}/",
+            data=b"Action=CreateQueue&QueueName=queried&Version=2012-11-05",
+            headers={"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"},
+        )
+        SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "sqs", "us-west-1").add_auth(request)
+        prepared = request.prepare()
+        connection = http.client.HTTPConnection(urlsplit(endpoint.url).netloc, timeout=30)
+        try:
+            lowered = {k.lower(): v for k, v in prepared.headers.items()}
+            connection.request("POST", "/", body=prepared.body, headers=lowered)
+            answer = connection.getresponse()
+            assert answer.status == 200 and b"<QueueUrl>" in answer.read()
+        finally:
+            connection.close()
+        assert names(sqs_client(endpoint.url, region_name="us-west-1")) == ["queried"]
+        assert names(sqs_client(endpoint.url)) == []
+
+
+def test_regions_on_object_storage_are_kept_apart_and_found_after_a_restart(s3, clock):
+    root = f"{s3.new_bucket()}/queues"
+
+    def served(every: float) -> SqsEndpoint:
+        broker = Broker(None, root, storage_options=s3.options, clock=clock)
+        return SqsEndpoint(broker, port=0, access_keys=KEYS, redrive_every=every)
+
+    with served(0) as endpoint:
+        west = sqs_client(endpoint.url, region_name="us-west-2")
+        west.create_queue(QueueName="kept")
+        sqs_client(endpoint.url).create_queue(QueueName="home")
+        assert names(west) == ["kept"]
+    regional = Broker(None, f"{root}/regions/us-west-2", storage_options=s3.options)
+    assert regional.list_queues() == ["kept"]
+    with served(0.2) as endpoint:  # no client of us-west-2: its queues are found all the same
+        deadline = time.monotonic() + 60
+        while len(endpoint.regions.pass_brokers()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(endpoint.regions.pass_brokers()) == 2
