@@ -72,6 +72,8 @@ IN_FLIGHT_RECOUNT_SHARE = 0.8  # recount every time once the estimate is this cl
 # How long a broker trusts its count of each tenant's in-flight messages (which tenants are noisy)
 # before a receive counts again: one grouped count a second at most, whatever the receive rate.
 TENANT_RECOUNT_SECONDS = 1.0
+# A count due while the last is more recent than this runs beside the receives (tenants.py).
+TENANT_STALE_SECONDS = 5.0
 # A receive looks for quiet tenants' messages among those sent since this long before the count
 # (ids sort by send time, so older files are skipped), besides the oldest the count found.
 QUIET_LOOKBACK = timedelta(seconds=2)
@@ -80,6 +82,11 @@ QUIET_LOOKBACK = timedelta(seconds=2)
 # files small enough that rewriting one costs little next to the commit.
 QUEUE_ROWS_PER_FILE = 5_000
 COMPACTED_FILE_BYTES = 1 << 20
+# Beside consumers, a broker merges the small files its sends left (messages/compaction.py) once
+# it has made this many appends to a table since, into files of up to SMALL_FILE_BYTES: a claim
+# then rewrites little, and each statement reads few files (each costs ~0.2 ms more per file).
+COMPACT_AFTER_APPENDS = 32
+SMALL_FILE_BYTES = 64 << 10
 # A queue whose random shard holds this many more visible messages than a receive wants is deep:
 # receives read one shard (roughly its oldest) instead of the whole queue's oldest (messages/claim.py).
 DEEP_SHARD_ROWS = 1_000

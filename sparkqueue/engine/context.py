@@ -12,6 +12,7 @@ from ..clock import Clock, read_clock
 from ..errors import QueueDoesNotExist, UnsupportedOperation
 from ..store.registry import QueueRecord, Registry
 from ..store.statements import Tables
+from .messages.compaction import SmallFiles
 from .messages.depths import ShardDepths
 from .messages.handout import Handouts
 from .messages.inflight import InFlightGauges
@@ -50,6 +51,8 @@ class QueueContext:
     in_flight: InFlightGauges = field(default_factory=InFlightGauges, compare=False, repr=False)
     depths: ShardDepths = field(default_factory=ShardDepths, compare=False, repr=False)
     tenants: TenantViews = field(default_factory=TenantViews, compare=False, repr=False)
+    # Likewise: the small files each queue's sends left since their last compaction.
+    small_files: SmallFiles = field(default_factory=SmallFiles, compare=False, repr=False)
     # Likewise: the DataFrames receive_df returned, by the range claim each holds (frames/ranges.py);
     # weak, so they go with the frames.
     range_claims: weakref.WeakKeyDictionary[Any, Any] = field(
@@ -105,6 +108,14 @@ class QueueContext:
         if self.native is not None:
             return self.native.is_sequenced(record.location)
         return self.bulk is not None and not self.bulk.row_tracking(record.location)
+
+    def appended(self, record: QueueRecord) -> None:
+        """A send's append by the native engine committed: it merges the small files such
+        appends leave beside the consumers, when due (messages/compaction.py)."""
+        native = self.native
+        if native is not None:
+            compact = lambda: native.compact_small(record.location)  # noqa: E731
+            self.small_files.appended(record.location, compact)
 
     def native_writer(self, record: QueueRecord) -> NativeTables:
         """The native engine, for a FIFO table it numbers: only it writes new rows there."""

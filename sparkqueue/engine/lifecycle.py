@@ -76,6 +76,7 @@ def open_table(ctx: QueueContext, record: QueueRecord) -> None:
 def delete_queue(ctx: QueueContext, name: str) -> None:
     """Drops the queue's tables (messages and receive_df claims), then unregisters it."""
     record = ctx.record(name, fresh=True)
+    ctx.small_files.settle(record.location)  # no compaction of this broker's writes into it
     ctx.tables.drop_table(record.location)
     ctx.tables.drop_table(ctx.tables.layout.claims(record.location))
     if not ctx.registry.remove(record):

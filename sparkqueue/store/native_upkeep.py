@@ -13,8 +13,8 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..limits import COMPACTED_FILE_BYTES
-from .native_commits import NO_HOOKS
+from ..limits import COMPACTED_FILE_BYTES, SMALL_FILE_BYTES
+from .native_commits import NO_HOOKS, after_commit
 from .tables import PathLayout
 
 if TYPE_CHECKING:
@@ -34,7 +34,13 @@ class NativeUpkeep:
         def open(self, address: str) -> DeltaTable: ...
 
         def transact(
-            self, address: str, action: Callable[[], T], what: str, *, alone: bool = False
+            self,
+            address: str,
+            action: Callable[[], T],
+            what: str,
+            *,
+            alone: bool = False,
+            retried: bool = True,
         ) -> T: ...
 
     def footprint(self, address: str) -> tuple[int, int]:
@@ -58,15 +64,36 @@ class NativeUpkeep:
         alone under the commit lock on a local root: beside the claims of other processes it
         would lose to each one that rewrote a file it compacts, again and again."""
         where = None if shard is None else [("shard", "=", str(shard))]
+        compact = self._compaction(address, where, COMPACTED_FILE_BYTES)
+        self.transact(address, compact, f"compacting {address}", alone=True)
+
+    def compact_small(self, address: str) -> None:
+        """Merges the table's files under SMALL_FILE_BYTES (a producer's appends, the rewrites
+        of claims) into files of about that size, and leaves every larger file as it is: cheap
+        enough to run beside consumers (messages/compaction.py), whose claims then rewrite no
+        more than that. One attempt: on a local root alone under the commit lock, where it then
+        loses to no one; on object storage beside this process's other commits (alone it would
+        hold them up while it reads every small file), where a claim or delete that rewrote one
+        of its files first wins, and it raises TransactionConflict."""
+        compact = self._compaction(address, None, SMALL_FILE_BYTES)
+        local = self._layout.folder(address) is not None
+        self.transact(address, compact, f"compacting {address}", alone=local, retried=False)
+
+    def _compaction(
+        self, address: str, where: list[tuple[str, str, str]] | None, size: int
+    ) -> Callable[[], None]:
+        """One compaction's transaction: its commit, then a checkpoint when that version is due
+        one, as after any native commit."""
 
         def compact() -> None:
-            self.open(address).optimize.compact(
-                partition_filters=where,
-                target_size=COMPACTED_FILE_BYTES,
-                post_commithook_properties=NO_HOOKS,
+            table = self.open(address)
+            before = table.version()
+            table.optimize.compact(
+                partition_filters=where, target_size=size, post_commithook_properties=NO_HOOKS
             )
+            after_commit(table, before)
 
-        self.transact(address, compact, f"compacting {address}", alone=True)
+        return compact
 
     def vacuum(self, address: str, retain_hours: int) -> None:
         """Deletes every file of the table's folder that no version of the last `retain_hours`

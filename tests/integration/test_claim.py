@@ -216,7 +216,8 @@ def test_a_queue_of_one_shard_hands_out_the_oldest_first(broker, clock):
 
 @pytest.mark.parametrize("broker", ["spark"], indirect=True)  # the native engine's: tests/unit
 def test_the_spark_engine_serves_quiet_tenants_before_a_noisy_ones_backlog(broker, monkeypatch):
-    monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 0.0)  # counted at every receive
+    monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 0.0)  # counted at every receive,
+    monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 0.0)  # by the receive itself
     queue = broker.create_queue("tenants", visibility_timeout=600)
     queue.send_batch([{"body": f"loud-{i}", "group_id": "loud"} for i in range(40)])
     assert len(queue.receive(30)) == 30  # loud holds 30 in flight: noisy

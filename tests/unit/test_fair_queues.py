@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -22,9 +23,10 @@ from tests.unit.endpoint_stub import KEYS
 
 @pytest.fixture(autouse=True)
 def count_at_every_receive(monkeypatch):
-    """A broker counts its tenants at most once a second; here at every receive, so that each
-    test sees what its last step did."""
+    """A broker counts its tenants at most once a second, beside its receives; here at every
+    receive, by the receive itself, so that each test sees what its last step did."""
     monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 0.0)
+    monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 0.0)
 
 
 def send(queue: Queue, group: str | None, count: int, prefix: str = "") -> None:
@@ -154,6 +156,59 @@ def test_tenants_are_counted_only_on_a_queue_whose_messages_carry_groups(broker,
         plain.receive(2)
         tenanted.receive(2)
     assert counted == ["tenanted"] * 3  # from the receive after the first that met a group
+
+
+def test_a_count_due_while_the_last_is_recent_runs_beside_the_receive(monkeypatch):
+    monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 1.0)
+    monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 5.0)
+    now = [0.0]
+    views = tenants.TenantViews(clock=lambda: now[0])
+    views.saw_groups("t")
+    first, second, third = (TenantView(noisy=(name,)) for name in "abc")
+    assert views.of("t", lambda *last: first) is first  # the first count: the caller's own
+    started, release = threading.Event(), threading.Event()
+
+    def slow(before: TenantView, elapsed: float | None) -> TenantView:
+        assert (before, elapsed) == (first, 2.0)
+        started.set()
+        release.wait(10)
+        return second
+
+    now[0] = 2.0  # due, and the last still recent
+    assert views.of("t", slow) is first  # at once, with the last view
+    assert started.wait(10)
+    assert views.of("t", lambda *last: third) is first  # one count at a time
+    release.set()
+    deadline = time.monotonic() + 10
+    while views.last("t")[0] is not second:
+        assert time.monotonic() < deadline
+        release.wait(0.01)
+    now[0] = 20.0  # stale: the caller counts
+    assert views.of("t", lambda *last: third) is third
+
+
+def test_a_count_beside_the_receives_that_fails_leaves_the_last_view(monkeypatch):
+    monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 1.0)
+    monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 5.0)
+    now = [0.0]
+    views = tenants.TenantViews(clock=lambda: now[0])
+    views.saw_groups("t")
+    first, second = TenantView(noisy=("a",)), TenantView(noisy=("b",))
+    assert views.of("t", lambda *last: first) is first
+    failed = threading.Event()
+
+    def failing(*last) -> TenantView:
+        failed.set()
+        raise OSError("the store did not answer")
+
+    now[0] = 2.0
+    assert views.of("t", failing) is first  # the receive goes on
+    assert failed.wait(10)
+    deadline = time.monotonic() + 10
+    while views.of("t", lambda *last: second) is not second:  # counted again, beside
+        assert time.monotonic() < deadline
+        failed.wait(0.01)
+    assert views.last("t")[0] is second
 
 
 def test_threads_on_a_fair_queue_take_every_message_once(broker):

@@ -48,6 +48,11 @@ from tests.unit.test_native_redrive import (  # noqa: F401
 from tests.unit.test_native_rounds import (  # noqa: F401
     test_processes_exchanging_large_batches_take_every_message_once,
 )
+from tests.unit.test_small_files import (  # noqa: F401
+    often,
+    test_a_producers_small_files_are_merged_and_large_ones_left,
+    test_threads_of_two_brokers_beside_compactions_take_every_message_once,
+)
 from tests.unit.test_without_spark import (  # noqa: F401
     test_the_api_the_command_line_and_the_endpoint_need_no_pyspark,
 )

@@ -46,6 +46,7 @@ def send(ctx: QueueContext, record: QueueRecord, rows: list[dict[str, Any]]) -> 
     placed = [{**row, "shard": home_shard(row["group_id"], shards)} for row in rows]
     what = f"sending to {record.name!r}"
     append_in_sequence(native, record.location, MESSAGE_COLUMNS, placed, what)
+    ctx.appended(record)
     sent = {row["message_id"]: row["deduplication_id"] for row in rows}
     history = deduplication_history(native, record.location, sorted(set(sent.values())))
     answers = sent_answers(sent, history)

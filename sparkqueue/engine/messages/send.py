@@ -161,6 +161,7 @@ def send_entries(
         tables.append_rows(
             record.location, MESSAGE_COLUMNS, rows, what, app_id=app_id, app_version=version
         )
+        ctx.appended(record)
         return [SentMessage(row["message_id"]) for row in rows]
     committer = ctx.commits.of(f"{record.location}#sends", _fitting)
     return committer.submit(rows, lambda sends: _append_round(ctx, record, sends))
@@ -194,4 +195,6 @@ def _append_round(
     rows = [row for send in sends for row in send]
     what = f"sending to {record.name!r}"
     ctx.tables.append_rows(record.location, MESSAGE_COLUMNS, rows, what)
+    if ctx.tables is ctx.native:
+        ctx.appended(record)
     return [[SentMessage(row["message_id"]) for row in send] for send in sends]
