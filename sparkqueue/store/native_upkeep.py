@@ -33,15 +33,7 @@ class NativeUpkeep:
 
         def open(self, address: str) -> DeltaTable: ...
 
-        def transact(
-            self,
-            address: str,
-            action: Callable[[], T],
-            what: str,
-            *,
-            alone: bool = False,
-            retried: bool = True,
-        ) -> T: ...
+        def transact(self, address: str, action: Callable[[], T], what: str, **how: bool) -> T: ...
 
     def footprint(self, address: str) -> tuple[int, int]:
         files = self.open(address).get_add_actions(flatten=True)

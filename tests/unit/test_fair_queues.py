@@ -158,12 +158,20 @@ def test_tenants_are_counted_only_on_a_queue_whose_messages_carry_groups(broker,
     assert counted == ["tenanted"] * 3  # from the receive after the first that met a group
 
 
-def test_a_count_due_while_the_last_is_recent_runs_beside_the_receive(monkeypatch):
+@pytest.fixture
+def views(monkeypatch) -> tuple[tenants.TenantViews, list[float]]:
+    """A queue's views as a broker keeps them (counted beside the receives once there is a
+    recent count), on a clock of the test's (`now[0]`), the queue's messages carrying groups."""
     monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 1.0)
     monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 5.0)
     now = [0.0]
-    views = tenants.TenantViews(clock=lambda: now[0])
-    views.saw_groups("t")
+    kept = tenants.TenantViews(clock=lambda: now[0])
+    kept.saw_groups("t")
+    return kept, now
+
+
+def test_a_count_due_while_the_last_is_recent_runs_beside_the_receive(views):
+    views, now = views
     first, second, third = (TenantView(noisy=(name,)) for name in "abc")
     assert views.of("t", lambda *last: first) is first  # the first count: the caller's own
     started, release = threading.Event(), threading.Event()
@@ -187,12 +195,8 @@ def test_a_count_due_while_the_last_is_recent_runs_beside_the_receive(monkeypatc
     assert views.of("t", lambda *last: third) is third
 
 
-def test_a_count_beside_the_receives_that_fails_leaves_the_last_view(monkeypatch):
-    monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 1.0)
-    monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 5.0)
-    now = [0.0]
-    views = tenants.TenantViews(clock=lambda: now[0])
-    views.saw_groups("t")
+def test_a_count_beside_the_receives_that_fails_leaves_the_last_view(views):
+    views, now = views
     first, second = TenantView(noisy=("a",)), TenantView(noisy=("b",))
     assert views.of("t", lambda *last: first) is first
     failed = threading.Event()
