@@ -110,10 +110,15 @@ class QueueContext:
         return self.bulk is not None and not self.bulk.row_tracking(record.location)
 
     def appended(self, record: QueueRecord) -> None:
-        """A send's append by the native engine committed: it merges the small files such
-        appends leave beside the consumers, when due (messages/compaction.py)."""
+        """A send's append by the native engine committed: on a local root it merges the small
+        files such appends leave beside the consumers, when due (messages/compaction.py). Only
+        there: alone under the cross-process commit lock it runs while no transaction is in
+        flight. A compaction committed between a claim's read and its commit (as on object
+        storage, or beside the lock's shared holders) let messages be delivered again and again
+        in tests/unit/test_small_files.py: delta-rs's conflict check did not stop one of the
+        two."""
         native = self.native
-        if native is not None:
+        if native is not None and not native.layout.object_store:
             compact = lambda: native.compact_small(record.location)  # noqa: E731
             self.small_files.appended(record.location, compact)
 

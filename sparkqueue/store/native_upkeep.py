@@ -63,13 +63,11 @@ class NativeUpkeep:
         """Merges the table's files under SMALL_FILE_BYTES (a producer's appends, the rewrites
         of claims) into files of about that size, and leaves every larger file as it is: cheap
         enough to run beside consumers (messages/compaction.py), whose claims then rewrite no
-        more than that. One attempt: on a local root alone under the commit lock, where it then
-        loses to no one; on object storage beside this process's other commits (alone it would
-        hold them up while it reads every small file), where a claim or delete that rewrote one
-        of its files first wins, and it raises TransactionConflict."""
+        more than that. One attempt, alone under the commit lock: on a local root no
+        transaction of any process is then in flight on the table (see QueueContext.appended
+        for why only there)."""
         compact = self._compaction(address, None, SMALL_FILE_BYTES)
-        local = self._layout.folder(address) is not None
-        self.transact(address, compact, f"compacting {address}", alone=local, retried=False)
+        self.transact(address, compact, f"compacting {address}", alone=True, retried=False)
 
     def _compaction(
         self, address: str, where: list[tuple[str, str, str]] | None, size: int

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,11 +49,7 @@ from tests.unit.test_native_redrive import (  # noqa: F401
 from tests.unit.test_native_rounds import (  # noqa: F401
     test_processes_exchanging_large_batches_take_every_message_once,
 )
-from tests.unit.test_small_files import (  # noqa: F401
-    often,
-    test_a_producers_small_files_are_merged_and_large_ones_left,
-    test_threads_of_two_brokers_beside_compactions_take_every_message_once,
-)
+from tests.unit.test_small_files import compactions, often  # noqa: F401
 from tests.unit.test_without_spark import (  # noqa: F401
     test_the_api_the_command_line_and_the_endpoint_need_no_pyspark,
 )
@@ -186,6 +183,20 @@ def wait_for(check: Callable[[], Any], seconds: float = 60) -> Any:
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
     return answer
+
+
+@pytest.mark.usefixtures("often")
+def test_a_broker_leaves_small_files_on_object_storage_to_the_jobs_upkeep(broker):
+    """Compaction beside producers needs the local root's commit lock to keep claims out; here
+    the redrive job's upkeep compacts."""
+    queue = broker.create_queue("busy")
+    for i in range(3 * 4):  # three times the appends between compactions (`often`)
+        queue.send(f"m{i}")
+    for thread in threading.enumerate():
+        if thread.name.startswith("sparkqueue-compact-"):
+            thread.join()
+    assert compactions(broker, "busy") == 0
+    assert len(queue.receive(10)) == 10
 
 
 def test_the_s3_server_refuses_a_conditional_put_of_a_name_that_exists(s3):

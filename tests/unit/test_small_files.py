@@ -1,7 +1,6 @@
-"""Compaction beside producers: a broker merges the small files its sends leave in a queue table,
-on a thread of its own, while consumers claim from it. On a local root here, with threads of two
-brokers, FIFO groups and killed producer processes; on object storage in test_object_storage.py
-(collected there too)."""
+"""Compaction beside producers: on a local root, a broker merges the small files its sends leave
+in a queue table, on a thread of its own, while consumers claim from it: threads of two brokers,
+FIFO groups and killed producer processes. On object storage it does not (test_object_storage.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Compaction beside producers: a broker merges the small files its own sends leave in a queue
-table, on a thread of its own, once it has made COMPACT_AFTER_APPENDS appends to it since.
+"""Compaction beside producers: on a local root, a broker merges the small files its own sends
+leave in a queue table, on a thread of its own, once it has made COMPACT_AFTER_APPENDS appends
+to it since (why only there: QueueContext.appended).
 
 Every send (a round of several callers' sends) appends a file of its own, and every claim or
 delete rewrites the files that hold its rows. Each statement on a table costs about 0.2 ms more
@@ -9,13 +10,10 @@ reached 480 files and the consumers fell from 130 to 56 msg/s. Merged into files
 SMALL_FILE_BYTES, the table stays at a few dozen files, and a claim rewrites little; larger files
 are left as they are.
 
-The compaction is one delta-rs commit (store/native_upkeep.py `compact_small`), tried once. On a
-local root it runs alone under the commit lock and takes tens of milliseconds (other processes'
-commits finish first, within half a second); claims and deletes that read a file it replaced
-then conflict and run again on the new one, as beside the redrive job's upkeep. On object
-storage it runs beside them, and a claim or delete that rewrote one of its files first wins: the
-compaction is dropped until the next COMPACT_AFTER_APPENDS appends. A queue deleted through this
-broker first waits for its compaction (`settle`).
+The compaction is one delta-rs commit (store/native_upkeep.py `compact_small`), tried once, alone
+under the cross-process commit lock, so no transaction of any process is in flight on the table
+meanwhile: tens of milliseconds (other processes' commits in flight finish first, within half a
+second). A queue deleted through this broker first waits for its compaction (`settle`).
 """
 
 from __future__ import annotations
