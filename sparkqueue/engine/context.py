@@ -112,11 +112,11 @@ class QueueContext:
     def appended(self, record: QueueRecord) -> None:
         """A send's append by the native engine committed: on a local root it merges the small
         files such appends leave beside the consumers, when due (messages/compaction.py). Only
-        there: alone under the cross-process commit lock it runs while no transaction is in
-        flight. A compaction committed between a claim's read and its commit (as on object
-        storage, or beside the lock's shared holders) let messages be delivered again and again
-        in tests/unit/test_small_files.py: delta-rs's conflict check did not stop one of the
-        two."""
+        there: alone under the cross-process commit lock, no other compaction runs meanwhile.
+        delta-rs 1.6.6 commits two compactions read from one version both, each adding a merged
+        copy of the same rows; two brokers compacting beside each other (one per process on
+        object storage, where no lock keeps them apart) delivered messages four to eight times
+        in tests/unit/test_small_files.py."""
         native = self.native
         if native is not None and not native.layout.object_store:
             compact = lambda: native.compact_small(record.location)  # noqa: E731
