@@ -171,24 +171,15 @@ class NativeTables(NativeLifecycle, NativeUpkeep):
     # -- committing -------------------------------------------------------------------------------
 
     def transact(
-        self,
-        address: str,
-        action: Callable[[], T],
-        what: str,
-        *,
-        alone: bool = False,
-        retried: bool = True,
+        self, address: str, action: Callable[[], T], what: str, *, alone: bool = False
     ) -> T:
-        """`action` as one transaction under the table's commit lock (`alone`: with no other
-        in flight), retried on conflicts; `retried=False`: one attempt, its conflict raised as
-        TransactionConflict and not counted as the broker's (upkeep that may wait)."""
         check_process()
         on_store = address if self._layout.object_store else None  # this process's turns there
         return run_transaction(
             action,
             lock=commit_lock(self._layout.lock_file(address), NATIVE, alone=alone, table=on_store),
-            policy=self._policy if retried else RetryPolicy(attempts=1),
-            counter=self._conflicts if retried else ConflictCounter(),
+            policy=self._policy,
+            counter=self._conflicts,
             what=what,
         )
 

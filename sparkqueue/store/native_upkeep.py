@@ -33,7 +33,9 @@ class NativeUpkeep:
 
         def open(self, address: str) -> DeltaTable: ...
 
-        def transact(self, address: str, action: Callable[[], T], what: str, **how: bool) -> T: ...
+        def transact(
+            self, address: str, action: Callable[[], T], what: str, *, alone: bool = False
+        ) -> T: ...
 
     def footprint(self, address: str) -> tuple[int, int]:
         files = self.open(address).get_add_actions(flatten=True)
@@ -63,11 +65,11 @@ class NativeUpkeep:
         """Merges the table's files under SMALL_FILE_BYTES (a producer's appends, the rewrites
         of claims) into files of about that size, and leaves every larger file as it is: cheap
         enough to run beside consumers (messages/compaction.py), whose claims then rewrite no
-        more than that. One attempt, alone under the commit lock: on a local root no
-        transaction of any process is then in flight on the table (see QueueContext.appended
-        for why only there)."""
+        more than that. Alone under the commit lock: on a local root no transaction of any
+        process is then in flight on the table, so it meets no conflict (see
+        QueueContext.appended for why only there)."""
         compact = self._compaction(address, None, SMALL_FILE_BYTES)
-        self.transact(address, compact, f"compacting {address}", alone=True, retried=False)
+        self.transact(address, compact, f"compacting {address}", alone=True)
 
     def _compaction(
         self, address: str, where: list[tuple[str, str, str]] | None, size: int

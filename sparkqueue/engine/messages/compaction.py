@@ -10,8 +10,8 @@ reached 480 files and the consumers fell from 130 to 56 msg/s. Merged into files
 SMALL_FILE_BYTES, the table stays at a few dozen files, and a claim rewrites little; larger files
 are left as they are.
 
-The compaction is one delta-rs commit (store/native_upkeep.py `compact_small`), tried once, alone
-under the cross-process commit lock, so no transaction of any process is in flight on the table
+The compaction is one delta-rs commit (store/native_upkeep.py `compact_small`), alone under the
+cross-process commit lock, so no transaction of any process is in flight on the table
 meanwhile: tens of milliseconds (other processes' commits in flight finish first, within half a
 second). A queue deleted through this broker first waits for its compaction (`settle`).
 """
@@ -66,7 +66,7 @@ class SmallFiles:
     def _compact(self, location: str, compact: Callable[[], None]) -> None:
         try:
             compact()
-        except Exception:  # a conflict, a store that did not answer: the next one will do
+        except Exception:  # a disk that failed, a queue deleted elsewhere: the next one will do
             log.debug("compacting %s beside its consumers failed", location, exc_info=True)
         finally:
             self._done(location)
