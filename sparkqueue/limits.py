@@ -82,6 +82,9 @@ QUIET_LOOKBACK = timedelta(seconds=2)
 # files small enough that rewriting one costs little next to the commit.
 QUEUE_ROWS_PER_FILE = 5_000
 COMPACTED_FILE_BYTES = 1 << 20
+# On object storage a compaction runs under a lease (store/native_upkeep.py); one whose process
+# died lapses after this long, far longer than compacting a queue table takes.
+COMPACTION_LEASE = timedelta(minutes=15)
 # Beside consumers, a broker merges the small files its sends left (messages/compaction.py) once
 # it has made this many appends to a table since, into files of up to SMALL_FILE_BYTES: a claim
 # then rewrites little, and each statement reads few files (each costs ~0.2 ms more per file).

@@ -112,11 +112,11 @@ class QueueContext:
     def appended(self, record: QueueRecord) -> None:
         """A send's append by the native engine committed: on a local root it merges the small
         files such appends leave beside the consumers, when due (messages/compaction.py). Only
-        there: alone under the cross-process commit lock, no other compaction runs meanwhile.
-        delta-rs 1.6.6 commits two compactions read from one version both, each adding a merged
-        copy of the same rows; two brokers compacting beside each other (one per process on
-        object storage, where no lock keeps them apart) delivered messages four to eight times
-        in tests/unit/test_small_files.py."""
+        there: alone under the cross-process commit lock, it meets no other transaction, and no
+        other compaction (delta-rs 1.6.6 commits two compactions read from one version both,
+        each adding a merged copy of the same rows). On object storage it would need the
+        compaction lease (two more commits each time) and would still race other processes'
+        claims, which rewrite the same small files; the redrive job's upkeep compacts there."""
         native = self.native
         if native is not None and not native.layout.object_store:
             compact = lambda: native.compact_small(record.location)  # noqa: E731

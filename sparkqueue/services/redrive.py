@@ -38,7 +38,7 @@ from ..store.registry import QueueRecord
 from ..store.schema import METRICS_COLUMNS, TENANT_FIGURES
 from ..store.statements import Tables
 from .settings import RedriveSettings, UpkeepSettings
-from .tidy import Tidy, tidy_table
+from .tidy import Lease, Tidy, tidy_table
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,11 @@ class Redrive:
             assert native is not None
             self._tables = self._tidy = native
             self._keep_up = lambda record, settings, now: tidy_table(
-                native, record.location, settings, all_shards(record.attributes)
+                native,
+                record.location,
+                settings,
+                all_shards(record.attributes),
+                lease=self._lease(now),
             )
         else:
             from ..store.spark_tables import SparkTables  # its scans at scale: compiled
@@ -76,7 +80,9 @@ class Redrive:
 
             self._tables, self._tidy = SparkTables(ctx.bulk, interpreted=False), ctx.bulk
             bulk = ctx.bulk
-            self._keep_up = lambda record, settings, now: keep_up(bulk, record, settings, now)
+            self._keep_up = lambda record, settings, now: keep_up(
+                bulk, record, settings, now, self._lease(now)
+            )
         self.metrics_table = self._tables.layout.metrics
         self._tables.ensure_table(self.metrics_table, METRICS_COLUMNS)
 
@@ -118,9 +124,15 @@ class Redrive:
             defaults = self.settings.defaults
             if any(result.upkeep for result in results.values()):
                 for address in shared:
-                    tidy_table(self._tidy, address, defaults)
+                    tidy_table(self._tidy, address, defaults, lease=self._lease(self._ctx.now()))
             trim_logs(self._tables.layout, shared, defaults.local_log_minutes)
         return RedriveReport(results, {name: _described(e) for name, e in failed.items()})
+
+    def _lease(self, now: datetime) -> Lease | None:
+        """Compaction's lease on object storage, taken through the native engine whichever
+        engine compacts (services/tidy.py); None where no native engine reaches the root."""
+        native = self._ctx.native
+        return None if native is None else lambda path: native.compacting(path, now)
 
     def _queue_pass(self, name: str, started: float) -> tuple[QueueRedrive, dict] | None:
         """One queue's part of a pass (None: nothing this pass can do for it)."""

@@ -4,14 +4,24 @@ VACUUM, all retried on conflicts.
 Compaction removes files that consumers may be reading, so it aborts them: it runs here, on the
 job's cadence and through the same conflict retries, never as Delta auto-compaction. On a local
 root each statement holds the cross-process commit lock: a queue table is compacted one shard at
-a time, so other processes wait at most one shard's compaction.
+a time, so other processes wait at most one shard's compaction. On object storage a table is
+compacted under its compaction lease (store/native_upkeep.py `compacting`), whichever engine
+compacts: a process that finds it held leaves compaction to the holder this round.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from .settings import UpkeepSettings
+
+log = logging.getLogger(__name__)
+# Whether this process may compact a table now, held while the block runs.
+Lease = Callable[[str], AbstractContextManager[bool]]
 
 
 class Tidy(Protocol):
@@ -27,14 +37,23 @@ class Tidy(Protocol):
 
 
 def tidy_table(
-    store: Tidy, path: str, settings: UpkeepSettings, shards: list[int] | None = None
+    store: Tidy,
+    path: str,
+    settings: UpkeepSettings,
+    shards: list[int] | None = None,
+    *,
+    lease: Lease | None = None,
 ) -> None:
     """Retention settings (only when changed: a metadata commit aborts everyone), compaction
-    (per shard when given), VACUUM."""
+    (per shard when given) under `lease` when given, VACUUM."""
     wanted = settings.table_properties()
     have = store.properties(path)
     if any(have.get(key) != value for key, value in wanted.items()):
         store.set_properties(path, wanted)
-    for shard in shards or [None]:
-        store.optimize(path, shard)
+    with lease(path) if lease is not None else contextlib.nullcontext(True) as mine:
+        if mine:
+            for shard in shards or [None]:
+                store.optimize(path, shard)
+        else:
+            log.info("compaction of %s left to the process that holds its lease", path)
     store.vacuum(path, settings.file_retention_hours)

@@ -14,15 +14,22 @@ from ..limits import CLAIMS_KEPT
 from ..store.registry import QueueRecord
 from ..store.storage import Storage
 from .settings import UpkeepSettings
-from .tidy import tidy_table
+from .tidy import Lease, tidy_table
 
 log = logging.getLogger(__name__)
 
 
-def keep_up(storage: Storage, record: QueueRecord, settings: UpkeepSettings, now: datetime) -> None:
-    """One round of upkeep for a queue table and its receive_df claims table."""
+def keep_up(
+    storage: Storage,
+    record: QueueRecord,
+    settings: UpkeepSettings,
+    now: datetime,
+    lease: Lease | None = None,
+) -> None:
+    """One round of upkeep for a queue table and its receive_df claims table (compacted under
+    `lease`, see services/tidy.py)."""
     started = time.monotonic()
-    tidy_table(storage, record.location, settings, all_shards(record.attributes))
+    tidy_table(storage, record.location, settings, all_shards(record.attributes), lease=lease)
     claims = storage.layout.claims(record.location)
     if storage.exists(claims):
         storage.transact(
@@ -34,5 +41,5 @@ def keep_up(storage: Storage, record: QueueRecord, settings: UpkeepSettings, now
             ),
             "trimming old receive_df claims",
         )
-        tidy_table(storage, claims, settings)
+        tidy_table(storage, claims, settings, lease=lease)
     log.debug("upkeep of %s took %.1f s", record.location, time.monotonic() - started)

@@ -11,6 +11,9 @@ import pytest
 from sparkqueue import Broker
 from sparkqueue.testing import FakeClock
 from tests.unit.conftest import near_wall_clock
+from tests.unit.test_compaction_lease import (  # noqa: F401 (collected here, on Azure)
+    test_upkeep_of_two_processes_never_compacts_a_table_twice,
+)
 from tests.unit.test_native_engine import (  # noqa: F401 (collected here, on Azure)
     test_a_broker_without_spark_serves_every_per_message_operation,
     test_native_processes_share_a_queue_and_lose_nothing,

@@ -1,0 +1,196 @@
+"""Compaction's lease on object storage (store/native_upkeep.py `compacting`): delta-rs commits
+two compactions read from one version both (tests/unit/test_small_files.py's tripwire), so the
+upkeep of two processes must never compact one table at once. These run on S3 (moto's server);
+tests/unit/test_object_storage_azure.py runs them again on Azure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+from datetime import UTC, datetime
+
+import pytest
+
+from sparkqueue import Broker
+from sparkqueue.services.redrive import Redrive
+from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
+from sparkqueue.store.native_upkeep import LEASE_APP_ID
+from sparkqueue.testing import FakeClock
+from tests.processes import REPO
+from tests.unit.conftest import near_wall_clock
+from tests.unit.test_small_files import compactions
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return near_wall_clock()
+
+
+@pytest.fixture
+def root(s3, monkeypatch) -> str:
+    for name, value in s3.options.items():
+        monkeypatch.setenv(name, value)
+    return f"{s3.new_bucket()}/queues"
+
+
+@pytest.fixture
+def broker(root, clock) -> Broker:
+    return Broker(None, root, clock=clock)
+
+
+def where(broker: Broker, name: str) -> str:
+    broker.create_queue(name)
+    return broker.context.record(name).location
+
+
+def test_a_tables_compaction_lease_has_one_holder_and_is_given_back(broker, clock):
+    location = where(broker, "leased")
+    native = broker.context.native
+    with (
+        native.compacting(location, clock()) as first,
+        native.compacting(location, clock()) as second,
+    ):
+        assert (first, second) == (True, False)
+    with native.compacting(location, clock()) as again:
+        assert again
+    assert native.open(location).transaction_version(LEASE_APP_ID) == 0  # given back: free
+
+
+def test_of_two_processes_that_read_one_version_only_one_takes_the_lease(root, clock):
+    """Both read the version before either commits (a barrier after each one's first read):
+    Delta's conflict check refuses the second commit recording the app id, and its retry finds
+    the lease held."""
+    brokers = [Broker(None, root, clock=clock) for _ in range(2)]
+    location = where(brokers[0], "raced")
+    both_read = threading.Barrier(2)
+    for native in (broker.context.native for broker in brokers):
+        native.open = _first_read_waits_for(native.open, both_read)  # type: ignore[method-assign]
+    taken: list[bool] = []
+    leases = []  # held to the end: neither gives it back (a lease dropped is given back)
+
+    def take(broker: Broker) -> None:
+        leases.append(lease := broker.context.native.compacting(location, clock()))
+        taken.append(lease.__enter__())
+
+    threads = [threading.Thread(target=take, args=(broker,)) for broker in brokers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(taken) == [False, True]
+    assert sum(broker.context.native.conflicts.value for broker in brokers) == 1  # the loser's
+
+
+def _first_read_waits_for(open_table, barrier: threading.Barrier):
+    first = threading.local()
+
+    def opened(address: str):
+        table = open_table(address)
+        if not getattr(first, "done", False):
+            first.done = True
+            barrier.wait(timeout=30)
+        return table
+
+    return opened
+
+
+def test_a_lease_whose_holder_died_lapses_and_its_late_give_back_frees_nothing(broker, clock):
+    location = where(broker, "lapsing")
+    native = broker.context.native
+    dead = native.compacting(location, clock())
+    assert dead.__enter__()  # its process dies holding it: nothing gives it back
+    clock.advance(14 * 60)
+    with native.compacting(location, clock()) as early:
+        assert not early
+    clock.advance(2 * 60)  # past the 15 minutes
+    successor = native.compacting(location, clock())
+    assert successor.__enter__()
+    dead.__exit__(None, None, None)  # the first holder, back too late, gives back only its own
+    with native.compacting(location, clock()) as third:
+        assert not third
+    successor.__exit__(None, None, None)
+    with native.compacting(location, clock()) as free:
+        assert free
+
+
+def test_a_redrive_pass_leaves_compaction_to_the_leases_holder(broker, clock):
+    queue = broker.create_queue("upkept", shards=1)
+    for i in range(3):
+        queue.send(f"m{i}")  # a file each
+    settings = RedriveSettings(defaults=UpkeepSettings(upkeep_every_seconds=600))
+    Redrive(broker.context, settings).run(["upkept"])  # the first pass only notes the time
+    clock.advance(601)
+    native = broker.context.native
+    with native.compacting(
+        broker.context.record("upkept").location, clock()
+    ) as held:  # another process's, say
+        assert held
+        report = Redrive(broker.context, settings).run(["upkept"]).queues["upkept"]
+    assert report.upkeep and compactions(broker, "upkept") == 0
+    clock.advance(601)
+    assert Redrive(broker.context, settings).run(["upkept"]).queues["upkept"].upkeep
+    assert compactions(broker, "upkept") == 1
+
+
+# A process's upkeep, as the redrive job's native path runs it (services/tidy.py): two sends (a
+# small file each), then upkeep under the lease, at the same moments as its peer's.
+CHILD = """
+import contextlib, json, sys, time
+from datetime import UTC, datetime
+from sparkqueue import Broker
+from sparkqueue.services.settings import UpkeepSettings
+from sparkqueue.services.tidy import tidy_table
+
+root, start, rounds = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+broker = Broker(None, root)
+queue, native = broker.get_queue("shared"), broker.context.native
+location = broker.context.record("shared").location
+sent, held = [], []
+
+@contextlib.contextmanager
+def lease(path):
+    with native.compacting(path, datetime.now(UTC)) as mine:
+        held.append(mine)
+        yield mine
+
+for number in range(rounds):
+    sent += [queue.send("a"), queue.send("b")]
+    time.sleep(max(0.0, start + 3 * number - time.time()))
+    tidy_table(native, location, UpkeepSettings(), lease=lease)
+print(json.dumps({"sent": sent, "held": held}))
+"""
+
+
+def test_upkeep_of_two_processes_never_compacts_a_table_twice(broker):
+    """Without the lease, two processes compacting from one version each add a merged copy of
+    the same rows: messages would be delivered twice."""
+    queue = broker.create_queue("shared", shards=1)
+    sent = queue.send_batch([f"m{i}" for i in range(10)])
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    start = datetime.now(UTC).timestamp() + 10  # both interpreters are up by then
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, broker.root, str(start), "4"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
+    outcomes = []
+    for child in children:
+        out, _ = child.communicate(timeout=300)
+        assert child.returncode == 0
+        outcomes.append(json.loads(out))
+    sent += [message_id for outcome in outcomes for message_id in outcome["sent"]]
+    held = [taken for outcome in outcomes for taken in outcome["held"]]
+    assert True in held and False in held, held  # they met, and one gave way each time
+    taken = []
+    queue = Broker(None, broker.root).get_queue("shared")  # on the wall clock, as the children
+    while messages := queue.receive(10, visibility_timeout=3600):
+        taken += [m.message_id for m in messages]
+    assert sorted(taken) == sorted(sent), Counter(taken).most_common(3)
