@@ -104,6 +104,7 @@ class _State:
     armed: list[_Armed] = field(default_factory=list)
     injected: list[Injected] = field(default_factory=list)
     puts: list[dict[str, Any]] = field(default_factory=list)  # of log versions, as answered
+    requests: Counter[str] = field(default_factory=Counter)  # forwarded, by `_kind`
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
     random: random.Random = field(default_factory=lambda: random.Random(7))
@@ -123,6 +124,14 @@ class _State:
                 self.injected.append(Injected(armed.kind, method, path))
                 return armed
         return None
+
+
+def _kind(method: str, path: str) -> str:
+    """A request's kind for `requests`: its method and what it reads or writes."""
+    where = urlsplit(path)
+    if "list-type" in where.query or "comp=list" in where.query:
+        return f"{method} list"
+    return f"{method} {'log' if '/_delta_log/' in where.path else 'data'}"
 
 
 class FaultSwitches:
@@ -167,6 +176,11 @@ class FaultSwitches:
         reached the client): key (the request's path), status, conditional (`If-None-Match: *`),
         lost (the proxy broke it after the store acted)."""
         return list(self._steer("state", {})["puts"])
+
+    def requests(self) -> Counter[str]:
+        """Requests forwarded to the store so far, by kind: method and `log` (the Delta log's),
+        `list` or `data` (data files)."""
+        return Counter(self._steer("state", {})["requests"])
 
     def tally(self) -> Counter[str]:
         """Faults injected so far, by kind."""
@@ -261,6 +275,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.state.stopping.wait(self.state.stall_seconds)
         if kind in ("reset", "stall"):
             return self._break()
+        with self.state.lock:
+            self.state.requests[_kind(self.command, self.path)] += 1
         try:
             status, reason, headers, answer = self._forwarded(body)
         except OSError:
@@ -343,6 +359,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "armed": sum(a.remaining or 0 for a in state.armed),
                 "injected": [[i.kind, i.method, i.path] for i in state.injected],
                 "puts": state.puts,
+                "requests": state.requests,
             }
         data = json.dumps(answer).encode()
         self.send_response_only(200)

@@ -72,7 +72,7 @@ class Redrive:
                 record.location,
                 settings,
                 all_shards(record.attributes),
-                lease=self._lease(now),
+                lease=self._lease(),
             )
         else:
             from ..store.spark_tables import SparkTables  # its scans at scale: compiled
@@ -81,7 +81,7 @@ class Redrive:
             self._tables, self._tidy = SparkTables(ctx.bulk, interpreted=False), ctx.bulk
             bulk = ctx.bulk
             self._keep_up = lambda record, settings, now: keep_up(
-                bulk, record, settings, now, self._lease(now)
+                bulk, record, settings, now, self._lease()
             )
         self.metrics_table = self._tables.layout.metrics
         self._tables.ensure_table(self.metrics_table, METRICS_COLUMNS)
@@ -124,15 +124,15 @@ class Redrive:
             defaults = self.settings.defaults
             if any(result.upkeep for result in results.values()):
                 for address in shared:
-                    tidy_table(self._tidy, address, defaults, lease=self._lease(self._ctx.now()))
+                    tidy_table(self._tidy, address, defaults, lease=self._lease())
             trim_logs(self._tables.layout, shared, defaults.local_log_minutes)
         return RedriveReport(results, {name: _described(e) for name, e in failed.items()})
 
-    def _lease(self, now: datetime) -> Lease | None:
+    def _lease(self) -> Lease | None:
         """Compaction's lease on object storage, taken through the native engine whichever
         engine compacts (services/tidy.py); None where no native engine reaches the root."""
-        native = self._ctx.native
-        return None if native is None else lambda path: native.compacting(path, now)
+        native, clock = self._ctx.native, self._ctx.now
+        return None if native is None else lambda path: native.compacting(path, clock)
 
     def _queue_pass(self, name: str, started: float) -> tuple[QueueRedrive, dict] | None:
         """One queue's part of a pass (None: nothing this pass can do for it)."""

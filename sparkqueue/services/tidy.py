@@ -20,8 +20,24 @@ from typing import Protocol
 from .settings import UpkeepSettings
 
 log = logging.getLogger(__name__)
-# Whether this process may compact a table now, held while the block runs.
-Lease = Callable[[str], AbstractContextManager[bool]]
+
+
+class Hold(Protocol):
+    """A process's lease on compacting one table (store/native_leases.py `LeaseHold`)."""
+
+    def keep(self) -> bool: ...
+
+
+class _Unleased:
+    """Where no lease is taken: Spark's own conflict check refuses the second of two
+    compactions, and on a local root the commit lock keeps them apart."""
+
+    def keep(self) -> bool:
+        return True
+
+
+# A table's compaction lease, held while the block runs (None: another process holds it).
+Lease = Callable[[str], AbstractContextManager[Hold | None]]
 
 
 class Tidy(Protocol):
@@ -50,10 +66,13 @@ def tidy_table(
     have = store.properties(path)
     if any(have.get(key) != value for key, value in wanted.items()):
         store.set_properties(path, wanted)
-    with lease(path) if lease is not None else contextlib.nullcontext(True) as mine:
-        if mine:
-            for shard in shards or [None]:
-                store.optimize(path, shard)
-        else:
+    with lease(path) if lease is not None else contextlib.nullcontext(_Unleased()) as hold:
+        if hold is None:
             log.info("compaction of %s left to the process that holds its lease", path)
+        else:
+            for shard in shards or [None]:
+                if not hold.keep():  # renewed when half gone; lost only to a stall past its end
+                    log.warning("compaction of %s stopped: its lease ran out", path)
+                    break
+                store.optimize(path, shard)
     store.vacuum(path, settings.file_retention_hours)

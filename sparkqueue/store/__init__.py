@@ -6,7 +6,8 @@
   UPDATE/DELETE/MERGE/append, tables), native_sql.py (the rules as DataFusion SQL text, the only
   place literals become text), native_pool.py (opened tables kept between operations),
   native_commits.py (commit properties, checkpoints), native_fifo.py (numbered FIFO appends),
-  native_history.py (one row's states through the log), native_upkeep.py, native_arrow.py,
+  native_history.py (one row's states through the log), native_upkeep.py, native_leases.py
+  (compaction's lease on object storage), native_arrow.py,
   native_process.py (a forked child told to use spawn: delta-rs's runtime does not survive fork).
 - Spark: spark_tables.py (the same interface on a session), storage.py (reads, appends and
   tables through an explicit session), dml.py and classic.py (MERGE/UPDATE/DELETE with row

@@ -35,6 +35,7 @@ from .native_commits import (
     metric,
 )
 from .native_history import LogTrimmed, RowState, row_states
+from .native_leases import NativeLeases
 from .native_lifecycle import NativeLifecycle
 from .native_pool import OpenTables
 from .native_process import check_process
@@ -51,7 +52,7 @@ _SOURCE = "s"  # a MERGE's source alias; the target's is "t"
 HISTORY_READ_ATTEMPTS = 3  # a trim lands once a pass (a minute): a third read finds it done
 
 
-class NativeTables(NativeLifecycle, NativeUpkeep):
+class NativeTables(NativeLifecycle, NativeUpkeep, NativeLeases):
     """The `Tables` of a broker on a path root, served by delta-rs."""
 
     engine = "native"

@@ -1,38 +1,27 @@
 """The native engine's upkeep of a table (the redrive pass's, services/tidy.py): its size, its
 properties, compaction and vacuum, each through delta-rs and, where it commits, as a transaction
-of its own (under the commit lock on a local root, as every native write).
-
-Compaction on object storage runs under a lease the table's own log grants (`compacting`):
-delta-rs 1.6.6 commits two compactions read from one version both, each adding a merged copy
-of the same rows, so two processes' upkeep (two redrive jobs, `serve` beside a job) must never
-compact one table at once. On a local root the commit lock already makes each compaction the
-only transaction in flight."""
+of its own (under the commit lock on a local root, as every native write; on object storage
+the redrive job compacts under a lease, native_leases.py)."""
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-from collections.abc import Callable, Iterator
-from datetime import datetime
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..limits import COMPACTED_FILE_BYTES, COMPACTION_LEASE, SMALL_FILE_BYTES
-from .native_commits import NO_HOOKS, after_commit, applying, commit_once
+from ..limits import COMPACTED_FILE_BYTES, SMALL_FILE_BYTES
+from .native_commits import NO_HOOKS, after_commit
 from .tables import PathLayout
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
-# The app id whose recorded version is the end of the table's compaction lease, in epoch
-# milliseconds (0 or absent: free).
-LEASE_APP_ID = "sparkqueue.compaction"
 
 
 class NativeUpkeep:
@@ -48,8 +37,6 @@ class NativeUpkeep:
         def transact(
             self, address: str, action: Callable[[], T], what: str, *, alone: bool = False
         ) -> T: ...
-
-        def reopener(self, address: str) -> Callable[[], DeltaTable] | None: ...
 
     def footprint(self, address: str) -> tuple[int, int]:
         files = self.open(address).get_add_actions(flatten=True)
@@ -84,64 +71,6 @@ class NativeUpkeep:
         QueueContext.appended for why only there)."""
         compact = self._compaction(address, None, SMALL_FILE_BYTES)
         self.transact(address, compact, f"compacting {address}", alone=True)
-
-    @contextlib.contextmanager
-    def compacting(self, address: str, now: datetime) -> Iterator[bool]:
-        """Whether this process may compact the table now; the lease it took, if any, is held
-        until the block ends (and lapses COMPACTION_LEASE after `now` if the process dies).
-
-        Taking it is one commit that records LEASE_APP_ID at the lease's end, made only from
-        a version where the lease is free or lapsed: delta-rs refuses a commit recording an app
-        id that a commit since its read version recorded, so of two processes that read one
-        version, one takes it and the other, retried, finds it held. Giving it back records 0
-        from a version where it is still this one's, so a lease that lapsed and was taken by
-        another process is never given back by the first. On a local root always True, with
-        no commit: there each compaction runs alone under the commit lock."""
-        if not self._layout.object_store:
-            yield True
-            return
-        now_ms = int(now.timestamp() * 1000)
-        until = int((now + COMPACTION_LEASE).timestamp() * 1000)
-        what = f"leasing the compaction of {address}"
-        taken = self.transact(address, lambda: self._take_lease(address, now_ms, until), what)
-        try:
-            yield taken
-        finally:
-            if taken:
-                try:
-                    self.transact(address, lambda: self._give_back_lease(address, until), what)
-                except Exception as error:  # it lapses on its own
-                    log.warning(
-                        "could not give back the compaction lease of %s: %s", address, error
-                    )
-
-    def _take_lease(self, address: str, now_ms: int, until: int) -> bool:
-        """Records `until` as the lease's end unless a lease that has not lapsed is recorded."""
-        table = self.open(address)
-        if (table.transaction_version(LEASE_APP_ID) or 0) > now_ms:
-            return False
-        self._record_lease(address, table, until)
-        return True
-
-    def _give_back_lease(self, address: str, until: int) -> None:
-        """Frees the lease if it is still the one that ends at `until`."""
-        table = self.open(address)
-        if table.transaction_version(LEASE_APP_ID) == until:
-            self._record_lease(address, table, 0)
-
-    def _record_lease(self, address: str, table: DeltaTable, until: int) -> None:
-        """One commit of no files that records `until` for LEASE_APP_ID, from `table`'s version."""
-        commit_once(
-            table,
-            self.reopener(address),
-            lambda mark: table.create_write_transaction(
-                [],
-                mode="append",
-                schema=table.schema(),
-                commit_properties=applying(mark, LEASE_APP_ID, version=until),
-                post_commithook_properties=NO_HOOKS,
-            ),
-        )
 
     def _compaction(
         self, address: str, where: list[tuple[str, str, str]] | None, size: int

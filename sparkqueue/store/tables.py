@@ -178,6 +178,11 @@ class PathLayout:
     def metrics(self) -> str:
         return self._path("_sparkqueue", "metrics")
 
+    @property
+    def leases(self) -> str:
+        """Compaction leases on object storage (native_leases.py)."""
+        return self._path("_sparkqueue", "leases")
+
     def new_queue(self, name: str) -> str:
         return self._path("queues", f"{name}-{uuid.uuid4().hex[:12]}")
 

@@ -100,8 +100,8 @@ def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in
         settings = RedriveSettings(defaults=UpkeepSettings(upkeep_every_seconds=1))
         Redrive(broker.context, settings).run(["jobs"])  # the first pass notes the time
         time.sleep(1.1)  # the upkeep cadence's second
-        with broker.context.native.compacting(location, datetime.now(UTC)) as held:
-            assert held
+        with broker.context.native.compacting(location, lambda: datetime.now(UTC)) as held:
+            assert held is not None
             assert Redrive(broker.context, settings).run(["jobs"]).queues["jobs"].upkeep
         assert compactions() == 0
         time.sleep(1.1)

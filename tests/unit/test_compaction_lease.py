@@ -18,7 +18,7 @@ import pytest
 from sparkqueue import Broker
 from sparkqueue.services.redrive import Redrive
 from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
-from sparkqueue.store.native_upkeep import LEASE_APP_ID
+from sparkqueue.store.native_leases import LEASE_APP_PREFIX
 from sparkqueue.testing import FakeClock
 from tests.processes import REPO
 from tests.unit.conftest import near_wall_clock
@@ -51,13 +51,33 @@ def test_a_tables_compaction_lease_has_one_holder_and_is_given_back(broker, cloc
     location = where(broker, "leased")
     native = broker.context.native
     with (
-        native.compacting(location, clock()) as first,
-        native.compacting(location, clock()) as second,
+        native.compacting(location, clock) as first,
+        native.compacting(location, clock) as second,
     ):
-        assert (first, second) == (True, False)
-    with native.compacting(location, clock()) as again:
-        assert again
-    assert native.open(location).transaction_version(LEASE_APP_ID) == 0  # given back: free
+        assert first is not None and second is None
+    with native.compacting(location, clock) as again:
+        assert again is not None
+    assert recorded(broker, location) == 0  # given back: free
+    assert len(native.open(location).history()) == 1  # the queue's own log is not written
+
+
+def test_the_lease_tables_log_is_checkpointed_and_trimmed(s3, broker, clock):
+    location = where(broker, "often")
+    native = broker.context.native
+    for _ in range(11):  # 22 commits after the creation
+        with native.compacting(location, clock) as hold:
+            assert hold is not None
+    assert native.open(native.layout.leases).version() == 22
+    bucket, prefix = native.layout.leases.removeprefix("s3://").split("/", 1)
+    listed = s3.client().list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/_delta_log/")
+    keys = [item["Key"].rsplit("/", 1)[-1] for item in listed["Contents"]]
+    assert f"{20:020d}.checkpoint.parquet" in keys  # and the trim after it found nothing old
+
+
+def recorded(broker: Broker, location: str) -> int | None:
+    native = broker.context.native
+    app_id = LEASE_APP_PREFIX + location.removeprefix(native.layout.uri).strip("/")
+    return native.open(native.layout.leases).transaction_version(app_id)
 
 
 def test_of_two_processes_that_read_one_version_only_one_takes_the_lease(root, clock):
@@ -66,6 +86,9 @@ def test_of_two_processes_that_read_one_version_only_one_takes_the_lease(root, c
     the lease held."""
     brokers = [Broker(None, root, clock=clock) for _ in range(2)]
     location = where(brokers[0], "raced")
+    for broker in brokers:
+        with broker.context.native.compacting(location, clock):
+            pass  # the lease table exists, and each knows it
     both_read = threading.Barrier(2)
     for native in (broker.context.native for broker in brokers):
         native.open = _first_read_waits_for(native.open, both_read)  # type: ignore[method-assign]
@@ -73,8 +96,8 @@ def test_of_two_processes_that_read_one_version_only_one_takes_the_lease(root, c
     leases = []  # held to the end: neither gives it back (a lease dropped is given back)
 
     def take(broker: Broker) -> None:
-        leases.append(lease := broker.context.native.compacting(location, clock()))
-        taken.append(lease.__enter__())
+        leases.append(lease := broker.context.native.compacting(location, clock))
+        taken.append(lease.__enter__() is not None)
 
     threads = [threading.Thread(target=take, args=(broker,)) for broker in brokers]
     for thread in threads:
@@ -98,23 +121,40 @@ def _first_read_waits_for(open_table, barrier: threading.Barrier):
     return opened
 
 
-def test_a_lease_whose_holder_died_lapses_and_its_late_give_back_frees_nothing(broker, clock):
+def test_a_lease_is_renewed_as_it_is_kept_and_lapses_when_its_holder_stalls(broker, clock):
     location = where(broker, "lapsing")
     native = broker.context.native
-    dead = native.compacting(location, clock())
-    assert dead.__enter__()  # its process dies holding it: nothing gives it back
+    stalled = native.compacting(location, clock)
+    hold = stalled.__enter__()  # its process stalls holding it (or dies: nothing gives it back)
+    first_end = recorded(broker, location)
+    clock.advance(6 * 60)
+    assert hold.keep() and recorded(broker, location) == first_end  # not half gone: no commit
+    clock.advance(3 * 60)
+    assert hold.keep() and recorded(broker, location) > first_end  # renewed from now
     clock.advance(14 * 60)
-    with native.compacting(location, clock()) as early:
-        assert not early
-    clock.advance(2 * 60)  # past the 15 minutes
-    successor = native.compacting(location, clock())
-    assert successor.__enter__()
-    dead.__exit__(None, None, None)  # the first holder, back too late, gives back only its own
-    with native.compacting(location, clock()) as third:
-        assert not third
+    with native.compacting(location, clock) as early:
+        assert early is None
+    clock.advance(2 * 60)  # past the 15 minutes of the renewed lease
+    successor = native.compacting(location, clock)
+    assert successor.__enter__() is not None
+    assert not hold.keep()  # the stalled holder, back too late, stops compacting
+    stalled.__exit__(None, None, None)  # and gives back only its own lease: nothing
+    with native.compacting(location, clock) as third:
+        assert third is None
     successor.__exit__(None, None, None)
-    with native.compacting(location, clock()) as free:
-        assert free
+    with native.compacting(location, clock) as free:
+        assert free is not None
+
+
+def test_a_lease_taken_though_the_stores_answer_was_lost_is_held_and_given_back(s3, broker, clock):
+    location = where(broker, "unanswered")
+    native = broker.context.native
+    with native.compacting(location, clock):
+        pass  # the lease table exists: the next put is the take's
+    s3.lose_answers(1, "")
+    with native.compacting(location, clock) as hold:
+        assert hold is not None and recorded(broker, location) == hold.until
+    assert recorded(broker, location) == 0
 
 
 def test_a_redrive_pass_leaves_compaction_to_the_leases_holder(broker, clock):
@@ -125,10 +165,8 @@ def test_a_redrive_pass_leaves_compaction_to_the_leases_holder(broker, clock):
     Redrive(broker.context, settings).run(["upkept"])  # the first pass only notes the time
     clock.advance(601)
     native = broker.context.native
-    with native.compacting(
-        broker.context.record("upkept").location, clock()
-    ) as held:  # another process's, say
-        assert held
+    with native.compacting(broker.context.record("upkept").location, clock) as held:
+        assert held is not None  # another process's, say
         report = Redrive(broker.context, settings).run(["upkept"]).queues["upkept"]
     assert report.upkeep and compactions(broker, "upkept") == 0
     clock.advance(601)
@@ -153,9 +191,9 @@ sent, held = [], []
 
 @contextlib.contextmanager
 def lease(path):
-    with native.compacting(path, datetime.now(UTC)) as mine:
-        held.append(mine)
-        yield mine
+    with native.compacting(path, lambda: datetime.now(UTC)) as hold:
+        held.append(hold is not None)
+        yield hold
 
 for number in range(rounds):
     sent += [queue.send("a"), queue.send("b")]
