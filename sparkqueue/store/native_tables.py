@@ -37,7 +37,7 @@ from .native_commits import (
 from .native_history import LogTrimmed, RowState, row_states
 from .native_leases import NativeLeases
 from .native_lifecycle import NativeLifecycle
-from .native_pool import OpenTables
+from .native_pool import LocalEntries, LogEntries, OpenTables, StoredEntries
 from .native_process import check_process
 from .native_sql import aggregate_list, quote_name, select_statement, to_sql
 from .native_upkeep import NativeUpkeep
@@ -73,7 +73,12 @@ class NativeTables(NativeLifecycle, NativeUpkeep, NativeLeases):
         self._known: set[str] = set()
         self._known_lock = threading.Lock()
         self._sequenced: dict[str, bool] = {}
-        self._kept = OpenTables(self.open, self._layout.folder)
+        entries: LogEntries = (
+            StoredEntries(self._uri, self._options)
+            if layout.object_store
+            else LocalEntries(layout.folder)
+        )
+        self._kept = OpenTables(self.open, entries)
 
     @property
     def layout(self) -> PathLayout:

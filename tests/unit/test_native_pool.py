@@ -10,7 +10,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from sparkqueue import Broker
-from sparkqueue.store.native_pool import MAX_VERSIONS_CAUGHT_UP, OpenTables
+from sparkqueue.store.native_pool import MAX_VERSIONS_CAUGHT_UP, LocalEntries, OpenTables
 from sparkqueue.store.native_tables import NativeTables
 
 
@@ -25,7 +25,7 @@ def _pool(folder: str) -> OpenTables:
         except Exception as error:
             raise Gone(address) from error
 
-    return OpenTables(open_fresh, lambda address: address)
+    return OpenTables(open_fresh, LocalEntries(lambda address: address))
 
 
 def _values(table: DeltaTable) -> list[int]:
@@ -117,9 +117,15 @@ def test_a_kept_table_is_opened_afresh_once_it_caught_up_with_many_versions(tmp_
         assert table is not second and table.version() == 2 * MAX_VERSIONS_CAUGHT_UP + 2
 
 
-def test_a_receive_lends_the_table_it_read_back(tmp_path, monkeypatch):
+@pytest.fixture
+def root(tmp_path) -> str:
+    return str(tmp_path / "root")
+
+
+def test_a_receive_lends_the_table_it_read_back(root, monkeypatch):
     """A receive reads and claims, a delete commits: all on one kept table, none opened
-    afresh (an open reads the last checkpoint and every entry since)."""
+    afresh (an open reads the last checkpoint and every entry since; on object storage a
+    request each)."""
     opened = []
     fresh = NativeTables.open
 
@@ -128,7 +134,7 @@ def test_a_receive_lends_the_table_it_read_back(tmp_path, monkeypatch):
         return fresh(self, *args, **kwargs)
 
     monkeypatch.setattr(NativeTables, "open", counted)  # before the broker's pool holds it
-    broker = Broker(None, str(tmp_path / "root"))
+    broker = Broker(None, root)
     queue = broker.create_queue("work")
     queue.send_batch([f"m{i}" for i in range(5)])
     queue.delete(queue.receive(1)[0].receipt_handle)  # the table is kept from here on

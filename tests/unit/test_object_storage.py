@@ -24,7 +24,8 @@ import botocore.exceptions
 import pytest
 
 from sparkqueue import Broker
-from sparkqueue.errors import InvalidParameterValue
+from sparkqueue.bench.faults import fault_proxy
+from sparkqueue.errors import InvalidParameterValue, QueueDoesNotExist
 from sparkqueue.testing import FakeClock
 from tests.processes import run_here, stop
 from tests.unit.conftest import near_wall_clock
@@ -41,6 +42,9 @@ from tests.unit.test_native_fifo import (  # noqa: F401
     test_a_claim_that_read_a_group_before_another_took_it_fails_whole,
     test_a_fifo_queue_needs_no_spark_and_no_row_tracking,
     test_concurrent_producers_and_consumers_keep_each_groups_order,
+)
+from tests.unit.test_native_pool import (  # noqa: F401
+    test_a_receive_lends_the_table_it_read_back,
 )
 from tests.unit.test_native_redrive import (  # noqa: F401
     test_a_pass_drops_fifo_duplicates_and_spent_tombstones,
@@ -197,6 +201,38 @@ def test_a_broker_leaves_small_files_on_object_storage_to_the_jobs_upkeep(broker
             thread.join()
     assert compactions(broker, "busy") == 0
     assert len(queue.receive(10)) == 10
+
+
+def test_a_kept_table_of_a_queue_deleted_elsewhere_is_never_written_again(s3, root, clock):
+    """A broker keeps the table its operations used (store/native_pool.py); lent again only
+    while its log entry is there, so a queue another process deleted is not written anew."""
+    queue = Broker(None, root, clock=clock).create_queue("doomed")
+    queue.send("a")
+    queue.delete(queue.receive(1)[0].receipt_handle)  # the table is kept from here on
+    Broker(None, root, clock=clock).delete_queue("doomed")
+    with pytest.raises(QueueDoesNotExist):
+        queue.send("b")
+    bucket = root.removeprefix("s3://").split("/", 1)[0]
+    listed = s3.client().list_objects_v2(Bucket=bucket, Prefix="queues/queues/doomed")
+    assert listed.get("Contents", []) == []
+
+
+def test_a_warm_brokers_operations_read_no_log_entry_twice(s3, root, clock):
+    """Its kept tables catch up with the entries written since they were kept, one request
+    each, where opening a table reads its last checkpoint and every entry since (through the
+    fault proxy, which counts requests by kind)."""
+    with fault_proxy(s3.options["AWS_ENDPOINT_URL"]) as proxy:
+        options = {**s3.options, "AWS_ENDPOINT_URL": proxy.url}
+        queue = Broker(None, root, storage_options=options, clock=clock).create_queue("warm")
+        queue.send_batch([f"m{i}" for i in range(10)])
+        queue.delete(queue.receive(1)[0].receipt_handle)  # the table is kept from here on
+        for _ in range(3):
+            before = proxy.requests()
+            [message] = queue.receive(1)
+            queue.delete(message.receipt_handle)
+            made = proxy.requests() - before
+            assert made["GET log"] <= 4, made  # the two commits' entries (delta-rs's own)
+        assert made["GET data"] > 0 and made["PUT log"] == 2, made
 
 
 def test_the_s3_server_refuses_a_conditional_put_of_a_name_that_exists(s3):
