@@ -30,6 +30,7 @@ import random
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import urlparse
 
 from ..limits import COMPACTION_LEASE
 from .native_commits import NO_HOOKS, after_commit, applying, commit_once
@@ -46,7 +47,7 @@ LEASE_COLUMNS: Columns = (("table", "string", True),)  # never a row: the log is
 _CHECKPOINT_INTERVAL = 20
 LEASE_TABLE_PROPERTIES = {
     "delta.checkpointInterval": str(_CHECKPOINT_INTERVAL),
-    "delta.logRetentionDuration": "interval 2 days",
+    "delta.logRetentionDuration": "interval 1 hours",
     # A table's app id goes a day after its last lease (a deleted queue's, a far-off end).
     "delta.setTransactionRetentionDuration": "interval 1 days",
 }
@@ -64,6 +65,14 @@ def _clean_log(table: DeltaTable) -> None:
         table.cleanup_metadata()
     except Exception as error:  # the next checkpoint's turn tries again
         log.warning("could not clean the log of %s: %s", table.table_uri, error)
+
+
+def lease_app_id(address: str) -> str:
+    """The app id of a table's lease: by the table's last two path segments
+    (`queues/<name>-<id>`, `claims/<name>-<id>`, `_sparkqueue/queues`, `_sparkqueue/metrics`),
+    the same however a process spells the root (`s3://` or `s3a://`, say)."""
+    segments = urlparse(address).path.rstrip("/").split("/")
+    return LEASE_APP_PREFIX + "/".join(segments[-2:])
 
 
 class LeaseHold:
@@ -141,21 +150,22 @@ class NativeLeases:
 
     def record_lease(self, address: str, held: int, until: int, *, taking: bool = False) -> bool:
         """Records `until` as the end of the table's lease (0: given back) if the recorded end
-        is `held` (this holder's), or, `taking`, has passed by `held` (the time now) or is
-        `until` itself (this very take, landed though its answer was lost); whether it is
-        recorded. A recorded end further off than two leases is no lease's."""
+        is `held` (this holder's), or, `taking`, has passed by `held` (the time now); whether
+        it is recorded (also when it already is: this very commit, landed though its answer
+        was lost). A recorded end further off than two leases is no lease's."""
         leases = self._layout.leases
         self.ensure_table(leases, LEASE_COLUMNS, properties=LEASE_TABLE_PROPERTIES)
-        app_id = LEASE_APP_PREFIX + address.removeprefix(self._layout.uri).strip("/")
+        app_id = lease_app_id(address)
 
-        def record() -> bool:
+        def record() -> tuple[bool, DeltaTable | None]:
+            """Whether it is recorded, and the lease table if a checkpoint was just written."""
             table = self.open(leases)
             recorded = table.transaction_version(app_id) or 0
-            if taking and recorded == until:
-                return True
+            if recorded == until:  # this very commit, landed though its answer was lost
+                return True, None
             free = recorded <= held or recorded > held + 2 * _LEASE_MS
             if not (free if taking else recorded == held):
-                return False
+                return False, None
             before = table.version()
             commit_once(
                 table,
@@ -170,8 +180,10 @@ class NativeLeases:
             )
             latest = self.open(leases)  # (delta-rs leaves `table` at the version it read)
             after_commit(latest, before)
-            if latest.version() % _CHECKPOINT_INTERVAL == 0:  # a checkpoint was just written
-                _clean_log(latest)
-            return True
+            return True, latest if latest.version() % _CHECKPOINT_INTERVAL == 0 else None
 
-        return self.transact(leases, record, f"recording the compaction lease of {address}")
+        what = f"recording the compaction lease of {address}"
+        recorded, checkpointed = self.transact(leases, record, what)
+        if checkpointed is not None:  # outside the transaction: it lists the whole log
+            _clean_log(checkpointed)
+        return recorded

@@ -14,11 +14,12 @@ state grows with every entry since its open.
 
 A kept table is lent again only while the log entry it stands on is still there: a deleted
 queue's entry is gone (its writers must not commit into its folder again). On a local root the
-entry's inode and modification time also tell a table made anew at the same path (the registry
-and metrics tables' paths are fixed); on object storage that look is a HEAD request, and its
-existence is what is checked (a queue's table is never made anew at a path: each has an id of
-its own), so lending a kept table there costs one request, two when there are entries to catch
-up with, plus theirs.
+entry's inode and modification time also tell a table made anew at the same path (a
+`create_queue` that finishes a delete cut short makes the queue's table anew at its path); on
+object storage its modification time and size do (a listing and a HEAD request), and a HEAD of
+the next version's entry tells whether there is anything to catch up with: lending a kept table
+there costs three requests, keeping it again after a commit two more (after a read, none: its
+entry is the one it was lent at).
 """
 
 from __future__ import annotations
@@ -57,28 +58,44 @@ class OpenTables:
     def lent(self, address: str) -> Iterator[DeltaTable]:
         """The table at its newest version, for one use by this caller alone; back to the pool
         if the use raised nothing (a failed commit's table is dropped instead)."""
-        table, opened_at = self._take(address)
+        table, opened_at, known = self._take(address)
         yield table
-        self._give(address, table, opened_at)
+        self._give(address, table, opened_at, known)
 
-    def _take(self, address: str) -> tuple[DeltaTable, int]:
+    def _take(self, address: str) -> tuple[DeltaTable, int, Known]:
+        """A table to lend, its version at open, and the stamp of the entry it stands on if
+        that is known (a kept table that had nothing to catch up with)."""
         check_process()  # a forked child must not touch a table its parent opened
         with self._lock:
             idle = self._idle.get(address)
             kept = idle.pop() if idle else None
         if kept is not None:
             table, stamp, opened_at = kept
-            if not self._caught_up(address, table, stamp):
-                self.forget(address)  # the others kept of it stand where this one stood
-            elif not _worn(table, opened_at):
-                return table, opened_at
+            kept_at = table.version()
+            try:
+                caught_up = self._caught_up(address, table, stamp)
+            except Exception as error:  # a store's fault, trimmed entries: this one goes
+                log.debug("reopening %s: %s", address, error)
+            else:
+                if caught_up is None:
+                    self.forget(address)  # the others kept of it stand where this one stood
+                elif not _worn(table, opened_at):
+                    return table, opened_at, None if caught_up else (kept_at, stamp)
         table = self._open_fresh(address)
-        return table, table.version()
+        return table, table.version(), None
 
-    def _give(self, address: str, table: DeltaTable, opened_at: int) -> None:
+    def _give(self, address: str, table: DeltaTable, opened_at: int, known: Known) -> None:
         if _worn(table, opened_at):
             return
-        stamp = self._entries.kept_at(address, table.version())
+        version = table.version()
+        if known is not None and known[0] == version:
+            stamp: Stamp | None = known[1]  # read-only use: the entry it was lent at
+        else:
+            try:
+                stamp = self._entries.kept_at(address, version)
+            except Exception as error:  # a store's fault: not kept
+                log.debug("not keeping %s: %s", address, error)
+                return
         if stamp is None:
             return
         with self._lock:
@@ -90,26 +107,25 @@ class OpenTables:
         """Drops the tables kept of `address` (its table is being deleted)."""
         with self._lock:
             self._idle.pop(address, None)
+        self._entries.forget(address)
 
-    def _caught_up(self, address: str, table: DeltaTable, stamp: Stamp) -> bool:
-        """Whether the table at `address` still holds the entry `table` was kept at (else it
-        was deleted, or trimmed that far, or made anew), and `table` has read the entries
-        since. A look that fails (a store's fault) says no: the table is opened afresh, as
-        without the pool."""
+    def _caught_up(self, address: str, table: DeltaTable, stamp: Stamp) -> bool | None:
+        """None when the table at `address` no longer holds the entry `table` was kept at (it
+        was deleted, or trimmed that far, or made anew); else whether `table` had entries to
+        read since, which it has read."""
         kept_at = table.version()
-        try:
-            if not self._entries.holds(address, kept_at, stamp):
-                return False
-            if not self._entries.holds(address, kept_at + 1, None):
-                return True  # versions come in order: none newer (delta-rs would list the log)
-            table.update_incremental()
-            return self._entries.holds(address, kept_at, stamp)  # not deleted meanwhile
-        except Exception as error:  # e.g. the entries it needed were trimmed: open afresh
-            log.debug("reopening %s: %s", address, error)
-            return False
+        if not self._entries.holds(address, kept_at, stamp):
+            return None
+        if not self._entries.holds(address, kept_at + 1, None):
+            return False  # versions come in order: none newer (delta-rs would list the log)
+        table.update_incremental()
+        if not self._entries.holds(address, kept_at, stamp):  # deleted while it caught up
+            return None
+        return True
 
 
 Stamp = tuple[int, int]  # what tells one log entry file from another at its name
+Known = tuple[int, Stamp] | None  # a lent table's version and its entry's stamp, when known
 
 
 def _worn(table: DeltaTable, opened_at: int) -> bool:
@@ -129,6 +145,9 @@ class LogEntries(Protocol):
 
     def holds(self, address: str, version: int, stamp: Stamp | None) -> bool:
         """Whether the entry of `version` is there (and, with a stamp, is that one)."""
+
+    def forget(self, address: str) -> None:
+        """Drops what it holds for `address`."""
 
 
 class LocalEntries:
@@ -151,26 +170,41 @@ class LocalEntries:
         found = self.kept_at(address, version)
         return found is not None and (stamp is None or found == stamp)
 
-
-_THERE: Stamp = (0, 0)  # an entry on object storage: it is there
+    def forget(self, address: str) -> None:
+        pass
 
 
 class StoredEntries:
-    """On object storage: a HEAD request for the entry when a kept table is lent (its
-    existence; see the module's notes), none when one is kept."""
+    """On object storage: the entry's modification time and size (a listing and a HEAD
+    request), or its existence alone (a HEAD). A queue table deleted and made anew at its path
+    (a `create_queue` finishing a delete cut short) writes its entries again at new times."""
 
     def __init__(self, uri: Callable[[str], str], options: dict[str, str] | None) -> None:
         self._uri, self._options = uri, options
         self._handlers: dict[str, DeltaStorageHandler] = {}
 
     def kept_at(self, address: str, version: int) -> Stamp | None:
-        return _THERE
+        [info] = self._handler(address).get_file_info([_entry(version)])
+        if info.type == pafs.FileType.NotFound:
+            return None
+        return info.mtime_ns or 0, info.size or 0
 
     def holds(self, address: str, version: int, stamp: Stamp | None) -> bool:
+        if stamp is not None:
+            return self.kept_at(address, version) == stamp
+        try:
+            self._handler(address).open_input_file(_entry(version)).close()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def forget(self, address: str) -> None:
+        self._handlers.pop(address, None)
+
+    def _handler(self, address: str) -> DeltaStorageHandler:
         handler = self._handlers.get(address)
         if handler is None:
             handler = self._handlers[address] = DeltaStorageHandler(
                 self._uri(address), self._options
             )
-        [info] = handler.get_file_info([_entry(version)])
-        return info.type != pafs.FileType.NotFound
+        return handler

@@ -18,7 +18,7 @@ import pytest
 from sparkqueue import Broker
 from sparkqueue.services.redrive import Redrive
 from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
-from sparkqueue.store.native_leases import LEASE_APP_PREFIX
+from sparkqueue.store.native_leases import lease_app_id
 from sparkqueue.testing import FakeClock
 from tests.processes import REPO
 from tests.unit.conftest import near_wall_clock
@@ -76,8 +76,7 @@ def test_the_lease_tables_log_is_checkpointed_and_trimmed(s3, broker, clock):
 
 def recorded(broker: Broker, location: str) -> int | None:
     native = broker.context.native
-    app_id = LEASE_APP_PREFIX + location.removeprefix(native.layout.uri).strip("/")
-    return native.open(native.layout.leases).transaction_version(app_id)
+    return native.open(native.layout.leases).transaction_version(lease_app_id(location))
 
 
 def test_of_two_processes_that_read_one_version_only_one_takes_the_lease(root, clock):

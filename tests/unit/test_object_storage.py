@@ -217,6 +217,25 @@ def test_a_kept_table_of_a_queue_deleted_elsewhere_is_never_written_again(s3, ro
     assert listed.get("Contents", []) == []
 
 
+def test_a_kept_table_of_a_queue_made_anew_at_its_path_is_never_the_kept_one(root, clock):
+    """A `create_queue` that finishes a delete cut short (its table dropped, its name still
+    registered) makes the table anew at its path: a broker that kept the old one must read the
+    new one, though its log reaches the version the old one stood at."""
+    first = Broker(None, root, clock=clock)
+    queue = first.create_queue("reborn")
+    queue.send_batch(["old-1", "old-2"])
+    for message in queue.receive(2):
+        queue.delete(message.receipt_handle)  # the table is kept from here on, at version 3
+    second = Broker(None, root, clock=clock)
+    location = second.context.record("reborn").location
+    second.context.tables.drop_table(location)  # the delete, cut short before unregistering
+    again = second.create_queue("reborn")  # finishes it: the table anew at the same path
+    for i in range(5):
+        again.send(f"new-{i}")  # past the version the kept table stood at
+    assert second.context.record("reborn").location == location
+    assert sorted(m.body for m in queue.receive(10)) == [f"new-{i}" for i in range(5)]
+
+
 def test_a_warm_brokers_operations_read_no_log_entry_twice(s3, root, clock):
     """Its kept tables catch up with the entries written since they were kept, one request
     each, where opening a table reads its last checkpoint and every entry since (through the
