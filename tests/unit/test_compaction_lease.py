@@ -105,6 +105,10 @@ def test_of_two_processes_that_read_one_version_only_one_takes_the_lease(root, c
         thread.join(timeout=60)
     assert sorted(taken) == [False, True]
     assert sum(broker.context.native.conflicts.value for broker in brokers) == 1  # the loser's
+    for broker in brokers:
+        del broker.context.native.open  # the barrier's patch, before the holder gives back
+    for lease in leases:
+        lease.__exit__(None, None, None)
 
 
 def _first_read_waits_for(open_table, barrier: threading.Barrier):
