@@ -193,7 +193,7 @@ def test_a_large_round_commits_beside_a_newer_append_to_its_shards(broker, monke
     stale = tables.open(record.location)
     queue.send_batch(["later"])  # a newer id in the same shard, committed after that read
     read_at = stale.version()
-    monkeypatch.setattr(tables._kept, "_take", lambda address: (stale, read_at))
+    monkeypatch.setattr(tables._kept, "_take", lambda address: (stale, read_at, None))
     rows = [{"src_op": "retire", "src_shard": 0, "src_id": first, "src_handle": "h",
              "src_count": None, "src_visible_us": None}]  # fmt: skip
     merge = ListedMerge(
