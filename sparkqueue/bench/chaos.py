@@ -32,7 +32,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +51,7 @@ QUEUE, DEAD_LETTERS = "chaos", "chaos-dlq"
 TIMEOUT_SECONDS = 30
 SHARE = 0.5  # a buffered message is handed out only with this much of its timeout left
 STOP_FILE = "stop"
+SENDS_OVER_FILE = "sends-over"  # present: the job claims and redrives but sends no more
 SPARK_WORK_FILE = "spark-work"  # present: the job sends and claims DataFrames too
 JOB_BATCH = 10  # rows the job sends, and claims, at a time
 # How a role's output (its .out file) notes a receive or a round that raised and was tried again.
@@ -73,6 +74,8 @@ class ChaosReport:
     by_job: int = 0  # of `sent` and of `delivered`, what the Spark job sent and claimed
     dead_undelivered: tuple[str, ...] = ()  # in the dead-letter queue, never handed out
     failed: int = 0  # the roles' receives and rounds that raised (and were tried again)
+    run_s: float = 0.0  # from the start to the drain (past `seconds` only while waiting on a job)
+    job_ready_s: float | None = None  # when a job had first done a round (with spark work)
 
 
 def run_chaos(
@@ -121,36 +124,50 @@ def run_chaos(
     kills, started = 0, time.monotonic()
     jobs = [running["job"]]  # every job process started, to know whether one has done a round
 
+    ready = None if spark_work else started  # when a job had first done a round
+
     def end() -> float:
         """Past `seconds` only while kills are missing, or with spark work while no job has done
         a round yet (its JVM is slow to start on a loaded machine), up to three times as long."""
-        worked = not spark_work or any(_is_up(job, folder) for job in jobs)
-        return started + (seconds if kills >= min_kills and worked else 3 * seconds)
+        nonlocal ready
+        if ready is None and any(_is_up(job, folder) for job in jobs):
+            ready = time.monotonic()
+        return started + (seconds if kills >= min_kills and ready is not None else 3 * seconds)
 
-    while time.monotonic() < end():
-        time.sleep(min(rng.uniform(*kill_every), max(0.0, end() - time.monotonic())))
-        up = [name for name, process in running.items() if _is_up(process, folder)]
-        kinds = (
-            [name for name in up if name.startswith("consumer")],
-            [n for n in up if n == "job"],
-        )
-        victims = kinds[kills % 2] or kinds[(kills + 1) % 2]  # consumers and the job in turn
-        if time.monotonic() >= end() or not victims:
-            continue
-        victim = rng.choice(victims)
-        running[victim].kill()
-        running[victim].wait()
-        kills += 1
-        running[victim] = _start(victim, root, folder, environment)
-        if victim == "job":
-            jobs.append(running[victim])
-    sending.join()
-    _drain(queue, deadline=time.monotonic() + 6 * TIMEOUT_SECONDS)
-    (folder / STOP_FILE).touch()
-    for process in running.values():
-        if process.wait(timeout=300) != 0:
-            raise RuntimeError(f"a chaos role failed; see {folder}")
-    return account(folder, broker, kills)
+    try:
+        kill_at = started + rng.uniform(*kill_every)
+        while time.monotonic() < end():
+            # short naps: the end moves closer once a job is up or the kills are made
+            time.sleep(max(0.0, min(1.0, kill_at - time.monotonic(), end() - time.monotonic())))
+            if time.monotonic() < kill_at:
+                continue
+            kill_at = time.monotonic() + rng.uniform(*kill_every)
+            up = [name for name, process in running.items() if _is_up(process, folder)]
+            kinds = (
+                [name for name in up if name.startswith("consumer")],
+                [n for n in up if n == "job"],
+            )
+            victims = kinds[kills % 2] or kinds[(kills + 1) % 2]  # consumers and the job in turn
+            if time.monotonic() >= end() or not victims:
+                continue
+            victim = rng.choice(victims)
+            running[victim].kill()
+            running[victim].wait()
+            kills += 1
+            running[victim] = _start(victim, root, folder, environment)
+            if victim == "job":
+                jobs.append(running[victim])
+        ran = time.monotonic() - started
+        sending.join()
+        (folder / SENDS_OVER_FILE).touch()  # the job's sends end too, so the queue can empty
+        _drain(queue, deadline=time.monotonic() + 6 * TIMEOUT_SECONDS)
+    finally:  # the roles stop whatever happened here: none is left running on its own
+        (folder / STOP_FILE).touch()
+        failed = _stop(running)
+    if failed:
+        raise RuntimeError(f"chaos roles {failed} failed; see {folder}")
+    job_ready = None if ready is None else round(ready - started, 1)
+    return replace(account(folder, broker, kills), run_s=round(ran, 1), job_ready_s=job_ready)
 
 
 def _start(
@@ -171,11 +188,29 @@ def _is_up(process: subprocess.Popen[bytes], folder: Path) -> bool:
     return (folder / f"up-{process.pid}").exists()
 
 
+def _stop(running: Mapping[str, subprocess.Popen[bytes]]) -> list[str]:
+    """Waits for each role to see the stop file and end (killing one that has not within five
+    minutes); returns the names of those that did not end well."""
+    failed = []
+    for name, process in running.items():
+        try:
+            code = process.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            code = process.wait()
+        if code != 0:
+            failed.append(name)
+    return failed
+
+
 def _drain(queue: Any, deadline: float) -> None:
     """Waits until the consumers have taken everything (killed ones' messages come back first)."""
     while time.monotonic() < deadline:
-        stats = queue.stats()
-        if stats.visible + stats.in_flight + stats.delayed == 0:
+        try:
+            stats = queue.stats()
+        except Exception:  # a store's fault (the soak): look again
+            stats = None
+        if stats is not None and stats.visible + stats.in_flight + stats.delayed == 0:
             return
         time.sleep(1.0)  # the consumers' progress, on the wall clock
 
@@ -319,8 +354,11 @@ def job(root: str, folder: Path) -> None:
         for batch in itertools.count():
             if (folder / STOP_FILE).exists():
                 return
+            sends = spark_work and not (folder / SENDS_OVER_FILE).exists()
             try:
-                _round(broker, spark_work, f"job-{started}-{batch}", sending, sent, delivered)
+                _round(
+                    broker, spark_work, sends, f"job-{started}-{batch}", sending, sent, delivered
+                )
             except Exception as error:  # a store's fault (the soak): the records say what landed
                 print(f"{FAILED_PREFIXES[1]} {batch}: {error}", flush=True)
                 time.sleep(1.0)
@@ -331,19 +369,26 @@ def job(root: str, folder: Path) -> None:
 
 
 def _round(
-    broker: Broker, spark_work: bool, prefix: str, sending: Any, sent: Any, delivered: Any
+    broker: Broker,
+    spark_work: bool,
+    sends: bool,
+    prefix: str,
+    sending: Any,
+    sent: Any,
+    delivered: Any,
 ) -> None:
-    """One round of the job: with spark work a DataFrame sent, claimed and deleted (each step
-    recorded around its act: a send before and after, a claim before its delete), then the
-    redrive pass."""
+    """One round of the job: with spark work a DataFrame sent (while `sends`), claimed and
+    deleted (each step recorded around its act: a send before and after, a claim before its
+    delete), then the redrive pass."""
     spark, queue = broker.spark, broker.get_queue(QUEUE)
     if spark_work and spark is not None:
-        bodies = [f"{prefix}-{i}" for i in range(JOB_BATCH)]
-        sending.write("\n".join(bodies) + "\n")
-        sending.flush()
-        queue.send_df(spark.createDataFrame([(body,) for body in bodies], "body string"))
-        sent.write("\n".join(bodies) + "\n")
-        sent.flush()
+        if sends:
+            bodies = [f"{prefix}-{i}" for i in range(JOB_BATCH)]
+            sending.write("\n".join(bodies) + "\n")
+            sending.flush()
+            queue.send_df(spark.createDataFrame([(body,) for body in bodies], "body string"))
+            sent.write("\n".join(bodies) + "\n")
+            sent.flush()
         claimed = queue.receive_df(JOB_BATCH)
         rows = claimed.select("body", "receive_count").collect()
         delivered.write("".join(f"{time.time()} {r[0]} {r[1]}\n" for r in rows))

@@ -22,6 +22,11 @@ def test_a_short_soak_through_store_faults_loses_nothing(s3, tmp_path, monkeypat
     assert all(not report[kind] for kind in problems), report
     assert report["deleted"] + report["left"] == report["sent"] > 0, report
     assert report["by_job"] > 0, report  # the Spark job sent and claimed through the proxy
+    # The run ends at its length, or once the job has done a round if that came later, at most
+    # at three times the length (a nap of the runner's once overslept to that, waiting on a job
+    # long since ready).
+    ready = report["job_ready_s"]
+    assert report["run_s"] <= (60 if ready is None else max(20, ready)) + 3, report
     assert {"lose", "error", "slowdown", "reset"} <= set(result["faults"]), result["faults"]
     windows = result["windows"]  # the probe's figures are the benchmark's (an hour of them)
     assert len(windows) == 2, windows

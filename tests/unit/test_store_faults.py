@@ -1,12 +1,14 @@
 """Every kind of fault a store's network makes, on every kind of native operation, on S3 (moto's
 server) and Azure (Azurite), through the fault-injecting proxy (sparkqueue/bench/faults.py): a
 lost answer after the store acted, 500, 503, a reset connection, a stall past the client's
-timeout, slow answers. Each operation must succeed and have happened once, or fail clearly and
-not have happened; nothing is lost, nothing is handed out twice, nothing reaches a dead-letter
-queue undelivered. The default run takes `DEFAULT_KINDS`; `--fault-kinds all` every kind."""
+timeout, slow answers. Each operation (a compaction lease's take and give-back among them) must
+succeed and have happened once, or fail clearly and not have happened; nothing is lost, nothing
+is handed out twice, nothing reaches a dead-letter queue undelivered. The default run takes
+`DEFAULT_KINDS`; `--fault-kinds all` every kind."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import pytest
@@ -126,9 +128,25 @@ def _delete_queue(broker: Broker, faulted: Callable) -> None:
         broker.get_queue("dropped")
 
 
+def _compaction_lease(broker: Broker, faulted: Callable) -> None:
+    """A table's compaction lease taken and given back: commits to the root's lease table."""
+    broker.create_queue("compacted")
+    location, native = broker.context.record("compacted").location, broker.context.native
+    leases = Target.commits_of(native.layout.leases)
+    with contextlib.ExitStack() as held:
+        hold = faulted(lambda: held.enter_context(native.compacting(location, broker.context.now)),
+                       leases)  # fmt: skip
+        assert hold is not None
+        with native.compacting(location, broker.context.now) as other:
+            assert other is None  # held once
+        faulted(held.close, leases)  # given back
+    with native.compacting(location, broker.context.now) as again:
+        assert again is not None  # free again, not left to lapse
+
+
 OPERATIONS = [
     _create_queue, _send, _fifo_send, _send_batch, _receive, _stream_claim, _delete,
-    _change_visibility, _redrive_move, _delete_queue,
+    _change_visibility, _redrive_move, _delete_queue, _compaction_lease,
 ]  # fmt: skip
 
 
