@@ -306,6 +306,14 @@ def _native_tables(
     if storage is not None and layout.object_store:
         if session_commits_conditionally(storage.spark, layout.uri):
             check_shared_options(storage_options, layout.uri)
+        elif (engine == "native" or storage_options) and layout.uri.startswith("gs:"):
+            raise InvalidParameterValue(
+                f"both engines on one gs:// root are refused ({layout}): Google Cloud Storage's"
+                " create-only put would make their commits take turns, but no local emulator"
+                " enforces it for both clients, so the pair is untested; use"
+                " Broker(None, root, storage_options=...) for the native engine alone, or"
+                " engine='spark' without storage_options for Spark alone"
+            )
         elif engine == "native" or storage_options:
             raise InvalidParameterValue(
                 f"this Spark session's Delta log store for {layout} does not commit with"
