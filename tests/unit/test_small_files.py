@@ -1,6 +1,7 @@
-"""Compaction beside producers: on a local root, a broker merges the small files its sends leave
-in a queue table, on a thread of its own, while consumers claim from it: threads of two brokers,
-FIFO groups and killed producer processes. On object storage it does not (test_object_storage.py)."""
+"""Compaction beside producers: a broker merges the small files its sends leave in a queue table,
+on a thread of its own, while consumers claim from it: threads of two brokers, FIFO groups and
+killed producer processes (on object storage too, under the compaction lease:
+test_object_storage.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError
 
 from sparkqueue import Broker
 from sparkqueue.engine.messages import compaction
@@ -181,10 +183,32 @@ def test_killed_producer_processes_beside_compactions_lose_nothing(broker):
     assert compactions(broker, "shared") > 0
 
 
+@pytest.mark.parametrize("first", ["compaction", "update", "delete"])
+def test_delta_rs_refuses_a_claim_or_a_compaction_read_before_the_other_committed(tmp_path, first):
+    """Why a compaction may run beside claims and deletes with no lock (on object storage, under
+    the lease that keeps compactions apart): whichever commits second, read before the other
+    committed, is refused, and the table holds each row once."""
+    for i in range(3):
+        write_deltalake(str(tmp_path), pa.table({"id": [i], "v": ["a"]}), mode="append")
+    stale, fresh = DeltaTable(str(tmp_path)), DeltaTable(str(tmp_path))
+    acts = {
+        "compaction": lambda table: table.optimize.compact(),
+        "update": lambda table: table.update(predicate="id = 1", updates={"v": "'claimed'"}),
+        "delete": lambda table: table.delete("id = 1"),
+    }
+    second = ["compaction"] if first != "compaction" else ["update", "delete"]
+    acts[first](fresh)
+    for name in second:
+        with pytest.raises(CommitFailedError):
+            acts[name](stale)
+    ids = DeltaTable(str(tmp_path)).to_pyarrow_table().column("id").to_pylist()
+    assert sorted(ids) == ([0, 2] if first == "delete" else [0, 1, 2])
+
+
 def test_delta_rs_commits_two_compactions_from_one_version_both(tmp_path):
-    """Why a compaction beside producers runs only alone under a local root's lock
-    (QueueContext.appended): when delta-rs refuses the second of two compactions read from one
-    version, this fails, and object storage may compact beside consumers too."""
+    """Why a compaction beside producers runs alone under a local root's lock, and on object
+    storage under the table's compaction lease (QueueContext.appended): when delta-rs refuses the
+    second of two compactions read from one version, this fails, and neither is needed."""
     for i in range(3):
         write_deltalake(str(tmp_path), pa.table({"id": [i]}), mode="append")
     first, second = DeltaTable(str(tmp_path)), DeltaTable(str(tmp_path))
