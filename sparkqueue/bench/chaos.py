@@ -76,6 +76,7 @@ class ChaosReport:
     failed: int = 0  # the roles' receives and rounds that raised (and were tried again)
     run_s: float = 0.0  # from the start to the drain (past `seconds` only while waiting on a job)
     job_ready_s: float | None = None  # when a job had first done a round (with spark work)
+    drained: bool = True  # the queue emptied before the drain's deadline
 
 
 def run_chaos(
@@ -111,6 +112,8 @@ def run_chaos(
         max_receive_count=5,
     )
     folder.mkdir(parents=True, exist_ok=True)
+    for marker in (STOP_FILE, SENDS_OVER_FILE, SPARK_WORK_FILE):  # a folder used before
+        (folder / marker).unlink(missing_ok=True)
     if spark_work:
         (folder / SPARK_WORK_FILE).touch()
     environment = {**os.environ, **(storage_options or {})}
@@ -119,12 +122,13 @@ def run_chaos(
     # sends for about half the run, or at a steady rate for `send_seconds`
     pace = max(0.05, (send_seconds or seconds / 2) / (messages / 20))
     until = None if send_seconds is None else time.monotonic() + send_seconds
-    sending = threading.Thread(target=produce, args=(queue, folder, messages, pace, until))
+    halt = threading.Event()  # the producer stops early: the run failed
+    sending = threading.Thread(target=produce, args=(queue, folder, messages, pace, until, halt))
     sending.start()
     kills, started = 0, time.monotonic()
     jobs = [running["job"]]  # every job process started, to know whether one has done a round
 
-    ready = None if spark_work else started  # when a job had first done a round
+    ready = None if spark_work else started  # when the run may end (a job has done a round)
 
     def end() -> float:
         """Past `seconds` only while kills are missing, or with spark work while no job has done
@@ -160,14 +164,17 @@ def run_chaos(
         ran = time.monotonic() - started
         sending.join()
         (folder / SENDS_OVER_FILE).touch()  # the job's sends end too, so the queue can empty
-        _drain(queue, deadline=time.monotonic() + 6 * TIMEOUT_SECONDS)
-    finally:  # the roles stop whatever happened here: none is left running on its own
+        drained = _drain(queue, deadline=time.monotonic() + 6 * TIMEOUT_SECONDS)
+    finally:  # the roles and the producer stop whatever happened here: none runs on alone
+        halt.set()
         (folder / STOP_FILE).touch()
         failed = _stop(running)
+        sending.join()
     if failed:
         raise RuntimeError(f"chaos roles {failed} failed; see {folder}")
-    job_ready = None if ready is None else round(ready - started, 1)
-    return replace(account(folder, broker, kills), run_s=round(ran, 1), job_ready_s=job_ready)
+    job_ready = None if ready is None or not spark_work else round(ready - started, 1)
+    report = account(folder, broker, kills)
+    return replace(report, run_s=round(ran, 1), job_ready_s=job_ready, drained=drained)
 
 
 def _start(
@@ -203,16 +210,19 @@ def _stop(running: Mapping[str, subprocess.Popen[bytes]]) -> list[str]:
     return failed
 
 
-def _drain(queue: Any, deadline: float) -> None:
-    """Waits until the consumers have taken everything (killed ones' messages come back first)."""
+def _drain(queue: Any, deadline: float) -> bool:
+    """Waits until the consumers have taken everything (killed ones' messages come back first);
+    whether they had by the deadline."""
     while time.monotonic() < deadline:
         try:
             stats = queue.stats()
-        except Exception:  # a store's fault (the soak): look again
+        except Exception as error:  # a store's fault (the soak): look again
+            print(f"drain: counting failed: {error}", file=sys.stderr, flush=True)
             stats = None
         if stats is not None and stats.visible + stats.in_flight + stats.delayed == 0:
-            return
+            return True
         time.sleep(1.0)  # the consumers' progress, on the wall clock
+    return False
 
 
 def account(folder: Path, broker: Broker, kills: int) -> ChaosReport:
@@ -288,16 +298,23 @@ def _apart(times: list[tuple[float, int]]) -> bool:
 
 
 def produce(
-    queue: Any, folder: Path, messages: int, pace: float, until: float | None = None
+    queue: Any,
+    folder: Path,
+    messages: int,
+    pace: float,
+    until: float | None = None,
+    halt: threading.Event | None = None,
 ) -> None:
     """Sends `messages` in batches of 20, each batch's bodies recorded before its send and once
-    it committed (a send that raised may have landed: the tally finds it in the tables)."""
+    it committed (a send that raised may have landed: the tally finds it in the tables); stops
+    at `until`, or once `halt` is set."""
+    halt = halt or threading.Event()
     with (
         (folder / "sending-producer.log").open("a") as sending,
         (folder / "sent.log").open("a") as log,
     ):
         for start in range(0, messages, 20):
-            if until is not None and time.monotonic() > until:
+            if halt.is_set() or (until is not None and time.monotonic() > until):
                 return
             bodies = [f"work-{i}" for i in range(start, min(messages, start + 20))]
             sending.write("\n".join(bodies) + "\n")
@@ -309,7 +326,7 @@ def produce(
                 continue
             log.write("\n".join(bodies) + "\n")
             log.flush()
-            time.sleep(pace)
+            halt.wait(pace)
 
 
 def consumer(root: str, folder: Path) -> None:

@@ -110,24 +110,17 @@ class QueueContext:
         return self.bulk is not None and not self.bulk.row_tracking(record.location)
 
     def appended(self, record: QueueRecord) -> None:
-        """A send's append by the native engine committed: it merges the small files such
-        appends leave beside the consumers, when due (messages/compaction.py): on a local root
-        alone under the cross-process commit lock, on object storage under the table's
-        compaction lease. delta-rs refuses a claim or a compaction read before the other
-        committed, but not the second of two compactions read from one version (1.6.6: each
-        adds a merged copy of the same rows), which the lock or the lease keeps apart. A process
-        that finds the lease held leaves the compaction to its holder."""
+        """A send's append by the native engine committed: on a local root it merges the small
+        files such appends leave beside the consumers, when due (messages/compaction.py). Only
+        there: alone under the cross-process commit lock, it meets no other transaction, and no
+        other compaction (delta-rs 1.6.6 commits two compactions read from one version both,
+        each adding a merged copy of the same rows). On object storage it would need the
+        compaction lease (two more commits each time) and would still race other processes'
+        claims, which rewrite the same small files; the redrive job's upkeep compacts there."""
         native = self.native
-        if native is None:
-            return
-        location = record.location
-
-        def compact() -> None:
-            with native.compacting(location, self.now) as held:
-                if held is not None:
-                    native.compact_small(location)
-
-        self.small_files.appended(location, compact)
+        if native is not None and not native.layout.object_store:
+            compact = lambda: native.compact_small(record.location)  # noqa: E731
+            self.small_files.appended(record.location, compact)
 
     def native_writer(self, record: QueueRecord) -> NativeTables:
         """The native engine, for a FIFO table it numbers: only it writes new rows there."""

@@ -9,8 +9,9 @@ A receive reads and claims, a delete commits: without the pool each opened the t
 third of a one-message receive's time locally; on moto's S3 some forty requests of its eighty).
 A table is lent to one user at a time (delta-rs moves a table's snapshot forward in place when
 it commits) and comes back only after a clean use: one whose commit failed is dropped, its state
-unknown. A table that has caught up with MAX_VERSIONS_CAUGHT_UP versions is dropped too: its
-state grows with every entry since its open.
+unknown. A table that has caught up with MAX_VERSIONS_CAUGHT_UP versions (on object storage,
+where opening afresh costs requests, MAX_VERSIONS_CAUGHT_UP_STORED) is dropped too: its state
+grows with every entry since its open.
 
 A kept table is lent again only while the log entry it stands on is still there: a deleted
 queue's entry is gone (its writers must not commit into its folder again). On a local root the

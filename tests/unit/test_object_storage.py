@@ -26,7 +26,6 @@ import pytest
 from sparkqueue import Broker
 from sparkqueue.bench.faults import fault_proxy
 from sparkqueue.errors import InvalidParameterValue, QueueDoesNotExist
-from sparkqueue.store.native_leases import lease_app_id
 from sparkqueue.store.native_pool import MAX_VERSIONS_CAUGHT_UP, MAX_VERSIONS_CAUGHT_UP_STORED
 from sparkqueue.testing import FakeClock
 from tests.processes import run_here, stop
@@ -55,12 +54,7 @@ from tests.unit.test_native_redrive import (  # noqa: F401
 from tests.unit.test_native_rounds import (  # noqa: F401
     test_processes_exchanging_large_batches_take_every_message_once,
 )
-from tests.unit.test_small_files import (  # noqa: F401 (collected here, on object storage)
-    compactions,
-    drain,
-    often,
-    test_threads_of_two_brokers_beside_compactions_take_every_message_once,
-)
+from tests.unit.test_small_files import compactions, often  # noqa: F401
 from tests.unit.test_without_spark import (  # noqa: F401
     test_the_api_the_command_line_and_the_endpoint_need_no_pyspark,
 )
@@ -197,29 +191,17 @@ def wait_for(check: Callable[[], Any], seconds: float = 60) -> Any:
 
 
 @pytest.mark.usefixtures("often")
-def test_a_broker_merges_small_files_on_object_storage_under_the_lease(broker):
-    """Compaction beside producers takes the table's compaction lease, gives it back, and leaves
-    the compaction to another process that holds it."""
+def test_a_broker_leaves_small_files_on_object_storage_to_the_jobs_upkeep(broker):
+    """Compaction beside producers needs the local root's commit lock to keep claims out; here
+    the redrive job's upkeep compacts."""
     queue = broker.create_queue("busy")
-    location, native = broker.context.record("busy").location, broker.context.native
-
-    def sent(count: int) -> None:
-        for i in range(count):
-            queue.send(f"m{i}")
-        for thread in threading.enumerate():
-            if thread.name.startswith("sparkqueue-compact-"):
-                thread.join()
-
-    sent(3 * 4)  # three times the appends between compactions (`often`)
-    done = compactions(broker, "busy")
-    assert done > 0
-    leases = native.open(native.layout.leases)
-    assert leases.transaction_version(lease_app_id(location)) == 0  # given back
-    with native.compacting(location, broker.context.now) as elsewhere:  # another process's
-        assert elsewhere is not None
-        sent(3 * 4)
-    assert compactions(broker, "busy") == done
-    assert len(drain(queue)) == 24
+    for i in range(3 * 4):  # three times the appends between compactions (`often`)
+        queue.send(f"m{i}")
+    for thread in threading.enumerate():
+        if thread.name.startswith("sparkqueue-compact-"):
+            thread.join()
+    assert compactions(broker, "busy") == 0
+    assert len(queue.receive(10)) == 10
 
 
 def test_a_kept_table_on_object_storage_is_caught_up_longer_than_on_a_local_disk(broker):

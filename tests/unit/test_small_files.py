@@ -1,7 +1,6 @@
-"""Compaction beside producers: a broker merges the small files its sends leave in a queue table,
-on a thread of its own, while consumers claim from it: threads of two brokers, FIFO groups and
-killed producer processes (on object storage too, under the compaction lease:
-test_object_storage.py)."""
+"""Compaction beside producers: on a local root, a broker merges the small files its sends leave
+in a queue table, on a thread of its own, while consumers claim from it: threads of two brokers,
+FIFO groups and killed producer processes. On object storage it does not (test_object_storage.py)."""
 
 from __future__ import annotations
 
@@ -185,9 +184,9 @@ def test_killed_producer_processes_beside_compactions_lose_nothing(broker):
 
 @pytest.mark.parametrize("first", ["compaction", "update", "delete"])
 def test_delta_rs_refuses_a_claim_or_a_compaction_read_before_the_other_committed(tmp_path, first):
-    """Why a compaction may run beside claims and deletes with no lock (on object storage, under
-    the lease that keeps compactions apart): whichever commits second, read before the other
-    committed, is refused, and the table holds each row once."""
+    """Why the redrive job's upkeep may compact on object storage beside other processes' claims
+    and deletes, with no lock (only the lease that keeps compactions apart): whichever commits
+    second, read before the other committed, is refused, and the table holds each row once."""
     for i in range(3):
         write_deltalake(str(tmp_path), pa.table({"id": [i], "v": ["a"]}), mode="append")
     stale, fresh = DeltaTable(str(tmp_path)), DeltaTable(str(tmp_path))
@@ -206,9 +205,9 @@ def test_delta_rs_refuses_a_claim_or_a_compaction_read_before_the_other_committe
 
 
 def test_delta_rs_commits_two_compactions_from_one_version_both(tmp_path):
-    """Why a compaction beside producers runs alone under a local root's lock, and on object
-    storage under the table's compaction lease (QueueContext.appended): when delta-rs refuses the
-    second of two compactions read from one version, this fails, and neither is needed."""
+    """Why a compaction beside producers runs only alone under a local root's lock
+    (QueueContext.appended), and upkeep on object storage under the table's compaction lease:
+    when delta-rs refuses the second of two compactions read from one version, this fails."""
     for i in range(3):
         write_deltalake(str(tmp_path), pa.table({"id": [i]}), mode="append")
     first, second = DeltaTable(str(tmp_path)), DeltaTable(str(tmp_path))

@@ -1,21 +1,19 @@
-"""Compaction beside producers: a broker merges the small files its own sends leave in a queue
-table, on a thread of its own, once it has made COMPACT_AFTER_APPENDS appends to it since.
+"""Compaction beside producers: on a local root, a broker merges the small files its own sends
+leave in a queue table, on a thread of its own, once it has made COMPACT_AFTER_APPENDS appends
+to it since (why only there: QueueContext.appended).
 
 Every send (a round of several callers' sends) appends a file of its own, and every claim or
 delete rewrites the files that hold its rows. Each statement on a table costs about 0.2 ms more
-per file in it (on object storage, requests for each file it reads), so beside a steady producer
-the consumers slow down as files pile up, until the redrive job's upkeep (hourly by default)
-compacts them: in one 45-second fair scenario the table reached 480 files and the consumers fell
-from 130 to 56 msg/s. Merged into files of up to SMALL_FILE_BYTES, the table stays at a few
-dozen files, and a claim rewrites little; larger files are left as they are.
+per file in it, so beside a steady producer the consumers slow down as files pile up, until the
+redrive job's upkeep (hourly by default) compacts them: in one 45-second fair scenario the table
+reached 480 files and the consumers fell from 130 to 56 msg/s. Merged into files of up to
+SMALL_FILE_BYTES, the table stays at a few dozen files, and a claim rewrites little; larger files
+are left as they are.
 
-The compaction is one delta-rs commit (store/native_upkeep.py `compact_small`). On a local root
-it runs alone under the cross-process commit lock, so no transaction of any process is in
-flight on the table meanwhile: tens of milliseconds (other processes' commits in flight finish
-first, within half a second). On object storage it runs under the table's compaction lease
-(store/native_leases.py), which keeps two processes' compactions apart; a claim or delete that
-commits first makes it run again (QueueContext.appended says why that is safe). A queue deleted
-through this broker first waits for its compaction (`settle`).
+The compaction is one delta-rs commit (store/native_upkeep.py `compact_small`), alone under the
+cross-process commit lock, so no transaction of any process is in flight on the table
+meanwhile: tens of milliseconds (other processes' commits in flight finish first, within half a
+second). A queue deleted through this broker first waits for its compaction (`settle`).
 """
 
 from __future__ import annotations
