@@ -9,9 +9,8 @@ A receive reads and claims, a delete commits: without the pool each opened the t
 third of a one-message receive's time locally; on moto's S3 some forty requests of its eighty).
 A table is lent to one user at a time (delta-rs moves a table's snapshot forward in place when
 it commits) and comes back only after a clean use: one whose commit failed is dropped, its state
-unknown. A table that has caught up with MAX_VERSIONS_CAUGHT_UP versions (on object storage,
-where opening afresh costs requests, MAX_VERSIONS_CAUGHT_UP_STORED) is dropped too: its state
-grows with every entry since its open.
+unknown. A table that has caught up with MAX_VERSIONS_CAUGHT_UP versions is dropped too: its
+state grows with every entry since its open.
 
 A kept table is lent again only while the log entry it stands on is still there: a deleted
 queue's entry is gone (its writers must not commit into its folder again). On a local root the
@@ -44,10 +43,6 @@ MAX_IDLE_PER_TABLE = 4  # kept per table: as many as one broker's concurrent use
 # every entry since its open (a fresh one starts from the newest checkpoint), and statements on
 # it slow down as that grows (docs/performance.md, "Where a receive's time goes").
 MAX_VERSIONS_CAUGHT_UP = 10
-# On object storage a fresh open costs a request for each entry since the checkpoint, twice
-# (delta-rs reads them for the table's metadata and again for its files), where the larger
-# state costs a statement milliseconds of CPU: a kept table there goes on longer.
-MAX_VERSIONS_CAUGHT_UP_STORED = 40
 
 
 class OpenTables:
@@ -84,13 +79,13 @@ class OpenTables:
             else:
                 if caught_up is None:
                     self.forget(address)  # the others kept of it stand where this one stood
-                elif not self._worn(table, opened_at):
+                elif not _worn(table, opened_at):
                     return table, opened_at, None if caught_up else (kept_at, stamp)
         table = self._open_fresh(address)
         return table, table.version(), None
 
     def _give(self, address: str, table: DeltaTable, opened_at: int, known: Known) -> None:
-        if self._worn(table, opened_at):
+        if _worn(table, opened_at):
             return
         version = table.version()
         if known is not None and known[0] == version:
@@ -107,10 +102,6 @@ class OpenTables:
             idle = self._idle.setdefault(address, [])
             if len(idle) < MAX_IDLE_PER_TABLE:
                 idle.append((table, stamp, opened_at))
-
-    def _worn(self, table: DeltaTable, opened_at: int) -> bool:
-        """Whether a kept table has caught up with too many versions since its open to keep."""
-        return table.version() - opened_at > self._entries.reopen_after
 
     def forget(self, address: str) -> None:
         """Drops the tables kept of `address` (its table is being deleted)."""
@@ -137,14 +128,17 @@ Stamp = tuple[int, int]  # what tells one log entry file from another at its nam
 Known = tuple[int, Stamp] | None  # a lent table's version and its entry's stamp, when known
 
 
+def _worn(table: DeltaTable, opened_at: int) -> bool:
+    """Whether a kept table has caught up with too many versions since its open to keep."""
+    return table.version() - opened_at > MAX_VERSIONS_CAUGHT_UP
+
+
 def _entry(version: int) -> str:
     return f"_delta_log/{version:020d}.json"
 
 
 class LogEntries(Protocol):
     """How the pool looks at a table's log entries on its store."""
-
-    reopen_after: int  # versions a kept table catches up with before it is opened afresh
 
     def kept_at(self, address: str, version: int) -> Stamp | None:
         """The stamp to keep a table at `version` with (None: keep none)."""
@@ -158,8 +152,6 @@ class LogEntries(Protocol):
 
 class LocalEntries:
     """On a local root: a stat of the entry file, its inode and modification time."""
-
-    reopen_after = MAX_VERSIONS_CAUGHT_UP
 
     def __init__(self, folder: Callable[[str], str | None]) -> None:
         self._folder = folder
@@ -186,8 +178,6 @@ class StoredEntries:
     """On object storage: the entry's modification time and size (a listing and a HEAD
     request), or its existence alone (a HEAD). A queue table deleted and made anew at its path
     (a `create_queue` finishing a delete cut short) writes its entries again at new times."""
-
-    reopen_after = MAX_VERSIONS_CAUGHT_UP_STORED
 
     def __init__(self, uri: Callable[[str], str], options: dict[str, str] | None) -> None:
         self._uri, self._options = uri, options

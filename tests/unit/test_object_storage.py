@@ -26,7 +26,6 @@ import pytest
 from sparkqueue import Broker
 from sparkqueue.bench.faults import fault_proxy
 from sparkqueue.errors import InvalidParameterValue, QueueDoesNotExist
-from sparkqueue.store.native_pool import MAX_VERSIONS_CAUGHT_UP, MAX_VERSIONS_CAUGHT_UP_STORED
 from sparkqueue.testing import FakeClock
 from tests.processes import run_here, stop
 from tests.unit.conftest import near_wall_clock
@@ -202,21 +201,6 @@ def test_a_broker_leaves_small_files_on_object_storage_to_the_jobs_upkeep(broker
             thread.join()
     assert compactions(broker, "busy") == 0
     assert len(queue.receive(10)) == 10
-
-
-def test_a_kept_table_on_object_storage_is_caught_up_longer_than_on_a_local_disk(broker):
-    """A fresh open there costs two requests for each log entry since the checkpoint (delta-rs
-    reads them twice), where the larger state of a kept table costs CPU: the pool keeps a table
-    for MAX_VERSIONS_CAUGHT_UP_STORED versions, not a local disk's MAX_VERSIONS_CAUGHT_UP."""
-    queue = broker.create_queue("kept")
-    location, kept = broker.context.record("kept").location, broker.context.native._kept
-    with kept.lent(location) as table:
-        first, version = table, table.version()
-    for i in range(MAX_VERSIONS_CAUGHT_UP + 5):
-        queue.send(f"m{i}")
-    with kept.lent(location) as table:
-        assert table is first and table.version() == version + MAX_VERSIONS_CAUGHT_UP + 5
-    assert MAX_VERSIONS_CAUGHT_UP + 5 < MAX_VERSIONS_CAUGHT_UP_STORED
 
 
 def test_a_kept_table_of_a_queue_deleted_elsewhere_is_never_written_again(s3, root, clock):
