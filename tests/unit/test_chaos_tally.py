@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from sparkqueue.bench.chaos import SHARE, TIMEOUT_SECONDS, tally
+from sparkqueue.bench.reckoning import SHARE, TIMEOUT_SECONDS, tally
 
 WINDOW = TIMEOUT_SECONDS * SHARE  # two hand-outs of one message are at least this far apart
 
