@@ -93,8 +93,9 @@ def retention_properties(
 
 # No deletion vectors: with them every read of a queue runs an extra listing job and a one-row
 # UPDATE several more (measured in docs/performance.md); without them a DML rewrites the files it
-# touches, which QUEUE_WRITE_OPTIONS and compaction keep small. Compaction is the redrive job's,
-# never automatic, because it removes files that consumers are reading (and aborts them).
+# touches, which QUEUE_WRITE_OPTIONS and compaction keep small. Compaction is sparkqueue's own
+# (the redrive job's upkeep, and on a local root a broker's beside its producers, alone under the
+# commit lock), never Delta's automatic one, which would abort consumers at random moments.
 QUEUE_TABLE_PROPERTIES = {
     "delta.enableDeletionVectors": "false",
     "delta.autoOptimize.autoCompact": "false",
