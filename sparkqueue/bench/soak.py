@@ -27,8 +27,9 @@ import pyarrow.fs as pafs
 from deltalake.fs import DeltaStorageHandler
 
 from ..broker import Broker
-from .chaos import QUEUE, TIMEOUT_SECONDS, run_chaos
+from .chaos import run_chaos
 from .faults import FaultProxy, fault_proxy
+from .reckoning import QUEUE, TIMEOUT_SECONDS
 from .timing import percentile
 
 ENDPOINTS = ("AWS_ENDPOINT_URL", "AZURITE_BLOB_STORAGE_URL")  # what the proxy stands in for

@@ -17,8 +17,8 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkqueue import Broker
-from sparkqueue.bench.chaos import DEAD_LETTERS, QUEUE
 from sparkqueue.bench.faults import fault_proxy
+from sparkqueue.bench.reckoning import DEAD_LETTERS, QUEUE
 from sparkqueue.errors import InvalidParameterValue
 from tests.integration.helpers import engines_through_kills
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from sparkqueue import Broker
-from sparkqueue.bench.chaos import DEAD_LETTERS, QUEUE
+from sparkqueue.bench.reckoning import DEAD_LETTERS, QUEUE
 from sparkqueue.errors import InvalidParameterValue
 from tests.integration.helpers import engines_through_kills
 
