@@ -252,9 +252,12 @@ class NativeTables(NativeLifecycle, NativeUpkeep, NativeLeases):
         *,
         app_id: str | None = None,
         app_version: int = APP_TXN_VERSION,
+        within: Expr | None = None,
     ) -> None:
         frame = arrow_table(rows, columns)
-        self.append_arrow(address, lambda: frame, what, app_id=app_id, app_version=app_version)
+        self.append_arrow(
+            address, lambda: frame, what, app_id=app_id, app_version=app_version, within=within
+        )
 
     def append_arrow(
         self,
@@ -264,7 +267,14 @@ class NativeTables(NativeLifecycle, NativeUpkeep, NativeLeases):
         *,
         app_id: str | None = None,
         app_version: int = APP_TXN_VERSION,
+        within: Expr | None = None,
     ) -> None:
+        """With `within` (a condition every appended row meets) delta-rs checks the commit
+        against the files that may hold such rows alone; without it, an append counts as a read
+        of the whole table, and any removal of data committed while it was written (a claim, a
+        delete) fails it, to be written again: statements.py `append_rows`."""
+        bounds = {} if within is None else {"predicate": to_sql(within)}
+
         def append() -> None:
             with self._kept.lent(address) as table:
                 if app_id is not None and applied(table, app_id, app_version):
@@ -277,6 +287,7 @@ class NativeTables(NativeLifecycle, NativeUpkeep, NativeLeases):
                         table,
                         data(),  # afresh on a retry: a reader is read once
                         mode="append",
+                        **bounds,
                         commit_properties=applying(mark, app_id, version=app_version),
                         post_commithook_properties=NO_HOOKS,
                     ),

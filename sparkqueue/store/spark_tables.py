@@ -153,6 +153,7 @@ class SparkTables:
         what: str,
         *,
         app_id: str | None = None,
+        within: Expr | None = None,
     ) -> None:
         names = [name for name, _, _ in columns]
         frame = self.storage.spark.createDataFrame(

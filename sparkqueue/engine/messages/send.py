@@ -21,6 +21,7 @@ from ...limits import (
 from ...model import SentMessage
 from ...rules.checks import check_int, check_list
 from ...rules.deduplication import deduplication_key
+from ...rules.expr import Expr
 from ...rules.ids import content_deduplication_id, new_message_id
 from ...rules.validation import (
     check_attribute_types,
@@ -33,6 +34,7 @@ from ...rules.validation import (
 )
 from ...store.registry import QueueRecord
 from ...store.schema import MESSAGE_COLUMNS
+from ..conditions import id_range
 from ..context import QueueContext
 from ..fifo import operations as fifo_ops
 
@@ -159,8 +161,9 @@ def send_entries(
             )
         what = f"sending to {record.name!r}"
         tables.append_rows(
-            record.location, MESSAGE_COLUMNS, rows, what, app_id=app_id, app_version=version
-        )
+            record.location, MESSAGE_COLUMNS, rows, what, app_id=app_id, app_version=version,
+            within=_new_ids(rows),
+        )  # fmt: skip
         ctx.appended(record)
         return [SentMessage(row["message_id"]) for row in rows]
     committer = ctx.commits.of(f"{record.location}#sends", _fitting)
@@ -194,7 +197,14 @@ def _append_round(
 ) -> list[list[SentMessage]]:
     rows = [row for send in sends for row in send]
     what = f"sending to {record.name!r}"
-    ctx.tables.append_rows(record.location, MESSAGE_COLUMNS, rows, what)
+    ctx.tables.append_rows(record.location, MESSAGE_COLUMNS, rows, what, within=_new_ids(rows))
     if ctx.tables is ctx.native:
         ctx.appended(record)
     return [[SentMessage(row["message_id"]) for row in send] for send in sends]
+
+
+def _new_ids(rows: list[dict[str, Any]]) -> Expr:
+    """The rows' ids, new at this send (they sort by send time): what its append is checked
+    against, so that a claim or delete committed meanwhile does not fail it (statements.py
+    `append_rows`)."""
+    return id_range(row["message_id"] for row in rows)
