@@ -136,11 +136,11 @@ class Tables(Protocol):
         """A blind append of whole rows (every column of the table's schema), one commit; with
         `app_id`, once: a repeat finds the table holding that id and appends nothing.
 
-        `within`: a condition every row meets that no row already in the table is likely to
-        (the range of their new ids). delta-rs 1.6 counts an append as a read of the whole
-        table, so a claim or a delete committed while the rows were written fails it, and it is
-        written again; bounded, it conflicts only with commits that touched such rows. Spark's
-        appends are blind already and ignore it."""
+        `within`: a condition every row meets that few rows already in the table do (their
+        shards and the range of their new ids). delta-rs 1.6 counts an append as a read of the
+        whole table, so a claim or a delete committed while the rows were written fails it, and
+        it is written again; bounded, it conflicts only with commits that added or removed files
+        whose statistics may meet it. Spark's appends are blind already and ignore it."""
         ...
 
     def insert_absent(

@@ -21,7 +21,7 @@ from ...limits import (
 from ...model import SentMessage
 from ...rules.checks import check_int, check_list
 from ...rules.deduplication import deduplication_key
-from ...rules.expr import Expr
+from ...rules.expr import Expr, col
 from ...rules.ids import content_deduplication_id, new_message_id
 from ...rules.validation import (
     check_attribute_types,
@@ -204,7 +204,9 @@ def _append_round(
 
 
 def _new_ids(rows: list[dict[str, Any]]) -> Expr:
-    """The rows' ids, new at this send (they sort by send time): what its append is checked
-    against, so that a claim or delete committed meanwhile does not fail it (statements.py
+    """The rows' shards and the range of their ids, new at this send (ids sort by send time):
+    what its append is checked against, so that a claim or delete of older messages committed
+    meanwhile does not fail it, nor another producer's send to other shards (statements.py
     `append_rows`)."""
-    return id_range(row["message_id"] for row in rows)
+    shards = sorted({row["shard"] for row in rows})
+    return col("shard").isin(shards) & id_range(row["message_id"] for row in rows)
