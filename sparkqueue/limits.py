@@ -56,6 +56,10 @@ NOISY_MIN_IN_FLIGHT = 30
 RECENT_SECONDS = 10.0
 # A count with fewer messages in flight in all says nothing of the tenants' shares.
 SHARE_MIN_IN_FLIGHT = 10
+# Noisy by its share of the consumers' time, a tenant also holds more than this many even shares
+# (one over the count of tenants with messages): with fewer than ten tenants an even share is over
+# NOISY_SHARE, and every tenant with a backlog would be noisy, so none would go first.
+NOISY_EVEN_SHARES = 1.5
 
 # -- queue defaults (SQS's) -------------------------------------------------------------------------
 DEFAULT_VISIBILITY_SECONDS = 30

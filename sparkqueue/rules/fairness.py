@@ -9,6 +9,9 @@ measures, and so does this rule, from each tenant's messages in flight at each c
   in-flight messages, averaged over the last RECENT_SECONDS (by time, however often counted; a
   tenant first met: its share then). A count with fewer than SHARE_MIN_IN_FLIGHT in flight in all
   says nothing of shares (one message of one in flight is no tenant's "all"): it counts as 0.
+  The share must also be more than NOISY_EVEN_SHARES even shares (SQS: "a disproportionate
+  share"): when consumers are busy, nine quiet tenants beside a noisy one that is held back each
+  hold a ninth, over a tenth, and have a backlog; noisy all, nobody would go first.
 A noisy tenant stays noisy while it has a backlog and more than half of NOISY_SHARE of recent
 time (SQS: "until its shares drop to levels comparable with the quiet tenants"): held back, its
 share falls, and its backlog must not go first again for that alone, nor starve once the others
@@ -26,7 +29,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..limits import NOISY_MIN_IN_FLIGHT, NOISY_SHARE, RECENT_SECONDS, SHARE_MIN_IN_FLIGHT
+from ..limits import (
+    NOISY_EVEN_SHARES,
+    NOISY_MIN_IN_FLIGHT,
+    NOISY_SHARE,
+    RECENT_SECONDS,
+    SHARE_MIN_IN_FLIGHT,
+)
 from .expr import Expr, col, lit, when
 
 Counts = Mapping[str | None, int]  # per group (None: the messages without one)
@@ -54,6 +63,10 @@ def judge(
     groups = {g for g in (*in_flight, *backlog, *earlier) if g is not None}
     shares: dict[str, float] = {}
     noisy = []
+    # Tenants with messages now; each message without a group is a tenant of its own.
+    tenants = sum(1 for g in groups if in_flight.get(g, 0) or backlog.get(g, 0))
+    tenants += in_flight.get(None, 0) + backlog.get(None, 0)
+    busy = max(NOISY_SHARE, NOISY_EVEN_SHARES / max(tenants, 1))
     for group in groups:
         count, waiting = in_flight.get(group, 0), backlog.get(group, 0)
         now = count / total if total >= SHARE_MIN_IN_FLIGHT else 0.0
@@ -62,7 +75,7 @@ def judge(
             shares[group] = recent
         concurrent = count >= NOISY_MIN_IN_FLIGHT and now > NOISY_SHARE
         held = group in before.noisy and recent > NOISY_SHARE / 2
-        if concurrent or (waiting and (recent > NOISY_SHARE or held)):
+        if concurrent or (waiting and (recent > busy or held)):
             noisy.append((recent, count, group))
     return tuple(group for *_, group in sorted(noisy)), shares
 

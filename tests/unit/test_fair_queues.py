@@ -73,6 +73,18 @@ def test_a_noisy_tenant_stays_noisy_while_its_backlog_and_some_of_its_share_last
     assert judge({"a": 0, "b": 40}, {"a": 3}, starved, 1.0)[0] == ("b",)
 
 
+def test_a_share_near_an_even_one_is_not_noisy_though_over_a_tenth():
+    """Busy consumers: nine quiet tenants beside a noisy one held back each hold a ninth of the
+    in-flight messages (over a tenth) and have a backlog; only the noisy one is noisy. With two
+    tenants, one holding nine tenths is."""
+    quiet = {f"q{i}": 4 for i in range(9)}
+    before = TenantView(noisy=("loud",), shares=(("loud", 0.3), *((q, 0.11) for q in quiet)))
+    waiting = {tenant: 3 for tenant in (*quiet, "loud")}
+    assert judge({**quiet, "loud": 0}, waiting, before, 1.0)[0] == ("loud",)
+    assert judge({"a": 9, "b": 1}, {"a": 3, "b": 1}, TenantView(), None)[0] == ("a",)
+    assert judge({"a": 7, "b": 3}, {"a": 3, "b": 1}, TenantView(), None)[0] == ()  # near even
+
+
 def test_quiet_tenants_are_served_before_a_noisy_tenants_older_backlog(broker):
     queue = broker.create_queue("work", visibility_timeout=600)
     send(queue, "loud", 60)
