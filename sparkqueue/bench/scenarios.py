@@ -77,7 +77,8 @@ class Sizes:
     fifo_groups: int = 50
     fair_seconds: float = 30.0  # each of the fairness scenario's three runs
     # Quiet tenants, each with less than a tenth of the consumers' time as SQS's fair queues
-    # assume (the noisy one sends NOISY_TIMES, 10, one's rate: more than the consumers take).
+    # assume, or with fewer than ten tenants less than 1.5 even shares (the noisy one sends
+    # NOISY_TIMES, 10, one's rate: more than the consumers take).
     fair_tenants: int = 9
     fair_rate: float = 0.0  # each quiet tenant's msg/s (0: a fifteenth of the consumers' capacity)
     fair_work_ms: float = 15.0  # what each message costs a consumer

@@ -12,10 +12,11 @@ measures, and so does this rule, from each tenant's messages in flight at each c
   The share must also be more than NOISY_EVEN_SHARES even shares (SQS: "a disproportionate
   share"): when consumers are busy, nine quiet tenants beside a noisy one that is held back each
   hold a ninth, over a tenth, and have a backlog; noisy all, nobody would go first.
-A noisy tenant stays noisy while it has a backlog and more than half of NOISY_SHARE of recent
-time (SQS: "until its shares drop to levels comparable with the quiet tenants"): held back, its
+A noisy tenant stays noisy while it has more than an even share of the queue's backlog and more
+than half of NOISY_SHARE of recent time (SQS: "until its shares drop to levels comparable with
+the quiet tenants"; a tenant stops being noisy once its backlog is consumed): held back, its
 share falls, and its backlog must not go first again for that alone, nor starve once the others
-fill the consumers. A receive takes quiet tenants' messages first, and a noisy tenant's only when
+fill the consumers; one judged noisy in a busy moment with a backlog like the others' is let go. A receive takes quiet tenants' messages first, and a noisy tenant's only when
 no quiet one is visible, the noisy tenants with the least recent share first (SQS: the fewest in
 flight; a tenant held back has few in flight at any moment, and would come first at every other
 count). A message without a group is a tenant of its own, as in SQS, so it is never noisy.
@@ -67,6 +68,7 @@ def judge(
     tenants = sum(1 for g in groups if in_flight.get(g, 0) or backlog.get(g, 0))
     tenants += in_flight.get(None, 0) + backlog.get(None, 0)
     busy = max(NOISY_SHARE, NOISY_EVEN_SHARES / max(tenants, 1))
+    waiting_all = sum(backlog.values())
     for group in groups:
         count, waiting = in_flight.get(group, 0), backlog.get(group, 0)
         now = count / total if total >= SHARE_MIN_IN_FLIGHT else 0.0
@@ -74,7 +76,11 @@ def judge(
         if count or recent >= FORGOTTEN_SHARE:
             shares[group] = recent
         concurrent = count >= NOISY_MIN_IN_FLIGHT and now > NOISY_SHARE
-        held = group in before.noisy and recent > NOISY_SHARE / 2
+        # Held back, it stays noisy while its backlog is more than an even share of the queue's:
+        # a tenant judged noisy in a busy moment, with a backlog like the others', is let go.
+        held = (
+            group in before.noisy and recent > NOISY_SHARE / 2 and waiting * tenants > waiting_all
+        )
         if concurrent or (waiting and (recent > busy or held)):
             noisy.append((recent, count, group))
     return tuple(group for *_, group in sorted(noisy)), shares

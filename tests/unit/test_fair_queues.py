@@ -85,6 +85,15 @@ def test_a_share_near_an_even_one_is_not_noisy_though_over_a_tenth():
     assert judge({"a": 7, "b": 3}, {"a": 3, "b": 1}, TenantView(), None)[0] == ()  # near even
 
 
+def test_a_tenant_judged_noisy_in_a_busy_moment_is_let_go_with_a_backlog_like_the_others():
+    """q0 was judged noisy; now it holds its even share of the in-flight messages and a few
+    waiting like every quiet tenant, beside the noisy one's long backlog: only that one stays."""
+    quiet = {f"q{i}": 4 for i in range(9)}
+    before = TenantView(noisy=("q0", "loud"), shares=(("loud", 0.3), *((q, 0.12) for q in quiet)))
+    waiting = {**dict.fromkeys(quiet, 3), "loud": 1_000}
+    assert judge({**quiet, "loud": 0}, waiting, before, 1.0)[0] == ("loud",)
+
+
 def test_quiet_tenants_are_served_before_a_noisy_tenants_older_backlog(broker):
     queue = broker.create_queue("work", visibility_timeout=600)
     send(queue, "loud", 60)
