@@ -12,11 +12,12 @@ measures, and so does this rule, from each tenant's messages in flight at each c
   The share must also be more than NOISY_EVEN_SHARES even shares (SQS: "a disproportionate
   share"): when consumers are busy, nine quiet tenants beside a noisy one that is held back each
   hold a ninth, over a tenth, and have a backlog; noisy all, nobody would go first.
-A noisy tenant stays noisy while it has more than an even share of the queue's backlog and more
-than half of NOISY_SHARE of recent time (SQS: "until its shares drop to levels comparable with
-the quiet tenants"; a tenant stops being noisy once its backlog is consumed): held back, its
-share falls, and its backlog must not go first again for that alone, nor starve once the others
-fill the consumers; one judged noisy in a busy moment with a backlog like the others' is let go. A receive takes quiet tenants' messages first, and a noisy tenant's only when
+A noisy tenant stays noisy while its backlog is longer than a quiet tenant's on average and it
+has more than half of NOISY_SHARE of recent time (SQS: "until its shares drop to levels
+comparable with the quiet tenants"; a tenant stops being noisy once its backlog is consumed):
+held back, its share falls, and its backlog must not go first again for that alone, nor starve
+once the others fill the consumers; one judged noisy in a busy moment with a backlog like the
+others' is let go. A receive takes quiet tenants' messages first, and a noisy tenant's only when
 no quiet one is visible, the noisy tenants with the least recent share first (SQS: the fewest in
 flight; a tenant held back has few in flight at any moment, and would come first at every other
 count). A message without a group is a tenant of its own, as in SQS, so it is never noisy.
@@ -68,7 +69,11 @@ def judge(
     tenants = sum(1 for g in groups if in_flight.get(g, 0) or backlog.get(g, 0))
     tenants += in_flight.get(None, 0) + backlog.get(None, 0)
     busy = max(NOISY_SHARE, NOISY_EVEN_SHARES / max(tenants, 1))
-    waiting_all = sum(backlog.values())
+    # The backlog of a tenant not held back, on average (another noisy tenant's, however long,
+    # does not raise it): a tenant held back stays so while its own backlog is longer.
+    quiet = [g for g in groups if g not in before.noisy and (in_flight.get(g) or backlog.get(g))]
+    quiet_tenants = len(quiet) + in_flight.get(None, 0) + backlog.get(None, 0)
+    quiet_waiting = sum(backlog.get(g, 0) for g in quiet) + backlog.get(None, 0)
     for group in groups:
         count, waiting = in_flight.get(group, 0), backlog.get(group, 0)
         now = count / total if total >= SHARE_MIN_IN_FLIGHT else 0.0
@@ -76,11 +81,10 @@ def judge(
         if count or recent >= FORGOTTEN_SHARE:
             shares[group] = recent
         concurrent = count >= NOISY_MIN_IN_FLIGHT and now > NOISY_SHARE
-        # Held back, it stays noisy while its backlog is more than an even share of the queue's:
+        # Held back, it stays noisy while its backlog is longer than a quiet tenant's on average:
         # a tenant judged noisy in a busy moment, with a backlog like the others', is let go.
-        held = (
-            group in before.noisy and recent > NOISY_SHARE / 2 and waiting * tenants > waiting_all
-        )
+        longer = waiting * quiet_tenants > quiet_waiting if quiet_tenants else True
+        held = group in before.noisy and recent > NOISY_SHARE / 2 and longer
         if concurrent or (waiting and (recent > busy or held)):
             noisy.append((recent, count, group))
     return tuple(group for *_, group in sorted(noisy)), shares

@@ -85,6 +85,16 @@ def test_a_share_near_an_even_one_is_not_noisy_though_over_a_tenth():
     assert judge({"a": 7, "b": 3}, {"a": 3, "b": 1}, TenantView(), None)[0] == ()  # near even
 
 
+def test_a_second_noisy_tenant_stays_held_beside_a_longer_backlog():
+    """Two tenants held back, one with ten times the other's backlog: both stay noisy while
+    their backlogs are longer than the quiet tenants'."""
+    quiet = {f"q{i}": 4 for i in range(8)}
+    before = TenantView(noisy=("loud", "loud2"), shares=(("loud", 0.2), ("loud2", 0.08)))
+    waiting = {**dict.fromkeys(quiet, 2), "loud": 5_000, "loud2": 500}
+    noisy, _ = judge({**quiet, "loud": 2, "loud2": 2}, waiting, before, 1.0)
+    assert set(noisy) == {"loud", "loud2"}
+
+
 def test_a_tenant_judged_noisy_in_a_busy_moment_is_let_go_with_a_backlog_like_the_others():
     """q0 was judged noisy; now it holds its even share of the in-flight messages and a few
     waiting like every quiet tenant, beside the noisy one's long backlog: only that one stays."""
