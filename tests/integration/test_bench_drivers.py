@@ -4,8 +4,12 @@ cells of several drivers start their processes as the scaling scenario's do, tes
 
 from __future__ import annotations
 
+import pytest
+
 from sparkqueue.bench.drivers import BESIDE, drivers
 from sparkqueue.bench.report import table
+
+pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
 
 
 def test_a_driver_and_native_consumers_drain_one_queue_and_take_nothing_twice(tmp_path):

@@ -14,6 +14,8 @@ import pytest
 from sparkqueue import Broker
 from sparkqueue.errors import EmptyBatchRequest, InvalidParameterValue
 
+pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
+
 
 def test_receives_come_from_the_prefetch_and_acknowledgements_are_flushed_together(queue):
     queue.send_batch([f"m{i}" for i in range(30)])

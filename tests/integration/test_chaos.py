@@ -5,7 +5,11 @@ visibility window. The long run is the benchmark's `--only chaos` scenario."""
 
 from __future__ import annotations
 
+import pytest
+
 from sparkqueue.bench.chaos import run_chaos
+
+pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
 
 
 def test_killed_consumers_and_redrive_jobs_lose_nothing_and_deliver_nothing_too_soon(

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.integration.servers import spark_env, standalone_cluster
+
+pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
 
 DRIVER = Path(__file__).with_name("cluster_driver.py")
 

@@ -5,7 +5,11 @@ twice, and the queue is empty."""
 
 from __future__ import annotations
 
+import pytest
+
 from sparkqueue.bench.stream_kills import stream_kills
+
+pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
 
 KILLS = 1  # each run of the driver starts a JVM: one kill keeps the test run short
 
