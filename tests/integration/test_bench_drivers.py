@@ -9,7 +9,7 @@ import pytest
 from sparkqueue.bench.drivers import BESIDE, drivers
 from sparkqueue.bench.report import table
 
-pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
+pytestmark = pytest.mark.usefixtures("quick_drivers")
 
 
 def test_a_driver_and_native_consumers_drain_one_queue_and_take_nothing_twice(tmp_path):

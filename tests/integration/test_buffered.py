@@ -14,7 +14,7 @@ import pytest
 from sparkqueue import Broker
 from sparkqueue.errors import EmptyBatchRequest, InvalidParameterValue
 
-pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
+pytestmark = pytest.mark.usefixtures("quick_drivers")
 
 
 def test_receives_come_from_the_prefetch_and_acknowledgements_are_flushed_together(queue):

@@ -9,7 +9,7 @@ import pytest
 
 from sparkqueue.bench.chaos import run_chaos
 
-pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
+pytestmark = pytest.mark.usefixtures("quick_drivers")
 
 
 def test_killed_consumers_and_redrive_jobs_lose_nothing_and_deliver_nothing_too_soon(

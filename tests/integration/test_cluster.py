@@ -11,7 +11,7 @@ import pytest
 
 from tests.integration.servers import spark_env, standalone_cluster
 
-pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
+pytestmark = pytest.mark.usefixtures("quick_drivers")
 
 DRIVER = Path(__file__).with_name("cluster_driver.py")
 

@@ -22,7 +22,7 @@ from sparkqueue.bench.reckoning import DEAD_LETTERS, QUEUE
 from sparkqueue.errors import InvalidParameterValue
 from tests.integration.helpers import engines_through_kills
 
-pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
+pytestmark = pytest.mark.usefixtures("quick_drivers")
 
 REPO = Path(__file__).resolve().parents[2]
 

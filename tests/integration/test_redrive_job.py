@@ -17,7 +17,7 @@ from sparkqueue import Broker
 from sparkqueue.session import delta_maven_coordinate
 from tests.integration.helpers import queue_table
 
-pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
+pytestmark = pytest.mark.usefixtures("quick_drivers")
 
 REPO = Path(__file__).resolve().parents[2]
 # The killed pass is the native engine's (no JVM to start for it): the job that finishes it is

@@ -10,7 +10,7 @@ import pytest
 
 from sparkqueue.bench.soak import soak
 
-pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
+pytestmark = pytest.mark.usefixtures("quick_drivers")
 
 # A few of each kind a run (a receive makes ten requests or more; a stall holds one 12 s).
 CHANCES = {"lose": 0.004, "error": 0.004, "slowdown": 0.004, "reset": 0.004, "stall": 0.0005}

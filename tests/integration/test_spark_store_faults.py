@@ -27,7 +27,7 @@ import pytest
 from sparkqueue.bench.faults import fault_proxy
 from tests.fault_cases import fault_kinds
 
-pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
+pytestmark = pytest.mark.usefixtures("quick_drivers")
 
 REPO = Path(__file__).resolve().parents[2]
 STALL_SECONDS = 30.0  # far past the clients' timeouts below: a stall the client outlasted shows

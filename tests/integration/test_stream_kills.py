@@ -9,7 +9,7 @@ import pytest
 
 from sparkqueue.bench.stream_kills import stream_kills
 
-pytestmark = pytest.mark.usefixtures("quick_drivers")  # conftest.py: QUICK_JVM
+pytestmark = pytest.mark.usefixtures("quick_drivers")
 
 KILLS = 1  # each run of the driver starts a JVM: one kill keeps the test run short
 
