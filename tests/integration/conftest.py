@@ -30,14 +30,14 @@ def spark() -> SparkSession:
 # such a JVM more CPU than its faster code saves, and the run is CPU-bound on two cores: the
 # modules that use this went from 1,114 to 892 s of test time (docs/development.md). Not for
 # this process's own session (`spark`): it runs most of the tests' Spark statements for the
-# whole run, and C1 alone made them 1.5-3x slower.
+# whole run, and C1 alone made most of its modules 1.6-2.2x slower.
 QUICK_JVM = "-XX:TieredStopAtLevel=1"
 
 
 @pytest.fixture
 def quick_drivers(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Spark drivers this test starts compile with C1 alone (`spark` starts first, with
-    the JVM's default), after any options the environment gives them."""
+    the default compilers), after any options the environment gives them."""
     given = os.environ.get("SPARK_SUBMIT_OPTS", "")
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", f"{given} {QUICK_JVM}".strip())
 
