@@ -8,7 +8,7 @@ looks for:
 
 - messages/  the per-message operations: send, claim (receive), acknowledge (delete),
              visibility, inspect (stats, peek, purge), history; and what receives remember
-             between calls (handout, inflight, depths).
+             between calls (handout, inflight, depths, spares).
 - rounds/    the shared commits those operations go through: committer.py (callers of one
              broker meet in rounds), requests.py (what a caller asks, what it gets back),
              operations.py (the public operations as requests), standard.py and
@@ -26,7 +26,8 @@ From the public method to the commit:
 
 - `Queue.receive` -> rounds/operations.receive -> the queue's committer (committer.py) runs the
   next round -> operations.run_round: a round of one runs messages/claim.claim (read one random
-  shard's candidates from one snapshot, then one UPDATE of those still as read); a round of
+  shard's candidates from one snapshot, or take the spares of the last read, then one UPDATE of
+  those still as read); a round of
   several runs rounds/standard.run (every caller's claims, deletes and visibility changes in one
   statement: statement.RoundChanges, an UPDATE or, above 50 rows natively and 200 on Spark, a
   MERGE) -> the engine's

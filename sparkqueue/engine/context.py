@@ -16,6 +16,7 @@ from .messages.compaction import SmallFiles
 from .messages.depths import ShardDepths
 from .messages.handout import Handouts
 from .messages.inflight import InFlightGauges
+from .messages.spares import SpareCandidates
 from .messages.tenants import TenantViews
 from .rounds.committer import CommitGroups
 
@@ -51,6 +52,8 @@ class QueueContext:
     in_flight: InFlightGauges = field(default_factory=InFlightGauges, compare=False, repr=False)
     depths: ShardDepths = field(default_factory=ShardDepths, compare=False, repr=False)
     tenants: TenantViews = field(default_factory=TenantViews, compare=False, repr=False)
+    # Likewise: the rows each queue's last candidate read found beyond its claim (spares.py).
+    spares: SpareCandidates = field(default_factory=SpareCandidates, compare=False, repr=False)
     # Likewise: the small files each queue's sends left since their last compaction.
     small_files: SmallFiles = field(default_factory=SmallFiles, compare=False, repr=False)
     # Likewise: the DataFrames receive_df returned, by the range claim each holds (frames/ranges.py);

@@ -28,6 +28,7 @@ from ...store.transactions import is_commit_conflict
 from ..conditions import claimable, id_range, in_flight, issued_handle
 from ..context import QueueContext
 from ..fifo import operations as fifo_ops
+from .spares import spare_room
 
 COLLECTED = ("shard", "message_id", "body", "attributes", "group_id", "deduplication_id",
              "sequence_number", "receive_count", "attribute_types", "sent_at",
@@ -47,6 +48,8 @@ def claim(
     handles from `token` when given (rounds/requests.Ask says why), else from a new one."""
     attrs = record.attributes
     in_flight = ctx.in_flight.of(record.location, attrs.fifo)
+
+    missed: list[bool] = []  # whether the last attempt's claim was of spares all taken elsewhere
 
     def attempt() -> list[Message]:
         now = ctx.now()
@@ -73,6 +76,7 @@ def claim(
             ctx.handouts.took(record.location, began, ctx.now())
         finally:
             in_flight.settle(granted, len(won))
+        missed[:] = [ctx.spares.settle(record.location, found, len(won))]
         messages = [message_of(claims[i][0], claims[i][1], now) for i in won]
         if attrs.fifo:  # each group's messages in order
             messages.sort(key=lambda m: m.sequence_number or 0)
@@ -81,7 +85,11 @@ def claim(
         return messages
 
     tables = ctx.tables_for(record)
-    return tables.transact(record.location, attempt, f"receiving from {record.name!r}")
+    what = f"receiving from {record.name!r}"
+    messages = tables.transact(record.location, attempt, what)
+    if any(missed):  # the spares are gone (spares.py): read the table
+        messages = tables.transact(record.location, attempt, what)
+    return messages
 
 
 def count_in_flight(ctx: QueueContext, record: QueueRecord, now: datetime) -> int:
@@ -134,6 +142,11 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     tenants = ctx.tenants.of(location, lambda *last: count_tenants(ctx, record, now, *last))
     fair = tenants.contended  # some tenant noisy, with a backlog, beside others
     rank = tenants.rank() if len(tenants.noisy) > 1 else None  # several noisy: least busy first
+    plain = not fair and rank is None  # oldest first: what spares hold (spares.py)
+    if not plain:
+        ctx.spares.drop(location)
+    elif kept := ctx.spares.take(location, wanted, now):
+        return _seen(ctx, location, kept)
     with tables.snapshot(location) as at:  # every read alike, the table opened once
         found: list[Row] = []
         if fair:  # quiet tenants' first, from every shard, among the ids the count bounds
@@ -141,14 +154,24 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
             found = tables.select(location, COLLECTED, quiet, order_by=ORDER, limit=wanted, at=at)
         if len(found) < wanted:  # then the rest: while fair, the noisy tenants'
             rest = visible & ~tenants.quiet() if fair else visible
-            found += _from_shards(ctx, record, rest, wanted - len(found), at, rank)
+            room = spare_room(wanted) if plain else wanted - len(found)
+            found += _from_shards(ctx, record, rest, room, at, rank)
         if fair and len(found) < wanted:  # a quiet message below the bound (released since)
             older = visible & tenants.quiet() & ~tenants.quiet_candidates()
             rest = wanted - len(found)
             found += tables.select(location, COLLECTED, older, order_by=ORDER, limit=rest, at=at)
-    if any(row["group_id"] is not None for row in found):  # tenants to count (tenants.py)
+    found.sort(key=lambda row: row["message_id"])  # oldest first (ORDER)
+    if plain:
+        ctx.spares.keep(location, found[wanted:], now)
+    return _seen(ctx, location, found[:wanted])
+
+
+def _seen(ctx: QueueContext, location: str, found: list[Row]) -> list[Row]:
+    """`found`, once the tenants' view knows whether a receive came across a group (a tenant's:
+    then the tenants are counted, messages/tenants.py)."""
+    if any(row["group_id"] is not None for row in found):
         ctx.tenants.saw_groups(location)
-    return sorted(found, key=lambda row: row["message_id"])  # oldest first (ORDER)
+    return found
 
 
 def _from_shards(

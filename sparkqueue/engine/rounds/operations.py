@@ -73,6 +73,15 @@ def _fitting(asks: Sequence[Ask], max_rows: int = ROUND_MAX_ROWS) -> int:
 
 
 def run_round(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]:
+    try:
+        return _run_round(ctx, record, asks)
+    finally:
+        # Messages this round may have made visible again, older than the spares (spares.py).
+        if any(ask.changes or (ask.wanted and not ask.timeout) for ask in asks):
+            ctx.spares.drop(record.location)
+
+
+def _run_round(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]:
     [ask, *others] = asks
     exchange = bool(ask.retire and ask.wanted)
     if record.attributes.fifo and exchange:

@@ -10,6 +10,7 @@ caller what happened to its own.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from itertools import islice
 
@@ -36,6 +37,8 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
     changes = {ref.handle: (ref, seconds) for ask in asks for ref, seconds in ask.changes}
     wanted = sum(ask.wanted for ask in asks)
     in_flight = ctx.in_flight.of(record.location, fifo=False)
+
+    missed: list[bool] = []  # whether the last attempt's claim was of spares all taken elsewhere
 
     def attempt() -> list[Answer]:
         now = ctx.now()
@@ -105,6 +108,7 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
         finally:
             if granted:
                 in_flight.settle(granted, len(won))
+        missed[:] = [ctx.spares.settle(record.location, found, len(won))]
         answers = []
         for ask, share in zip(asks, shares, strict=True):
             claimed = [message_of(row, issued[row["message_id"]], now) for row in share]
@@ -119,7 +123,17 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
         return answers
 
     tables = ctx.tables_for(record)
-    return tables.transact(record.location, attempt, f"a shared round on {record.name!r}")
+    answers = tables.transact(record.location, attempt, f"a shared round on {record.name!r}")
+    if not any(missed):
+        return answers
+    # The spares were all taken elsewhere (spares.py): the claims again, from a read of the table.
+    claims = [i for i, ask in enumerate(asks) if ask.wanted]
+    again = iter(run(ctx, record, [Ask(wanted=asks[i].wanted, timeout=asks[i].timeout,
+                                       token=asks[i].token) for i in claims]))  # fmt: skip
+    for i in claims:
+        answer = next(again)
+        answers[i] = replace(answers[i], claimed=answer.claimed, error=answer.error)
+    return answers
 
 
 def _commit(writes: RoundChanges) -> bool:
