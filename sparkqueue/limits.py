@@ -102,14 +102,14 @@ DEEP_SHARD_ROWS = 1_000
 # work apart, and a claim rewrites a file of its shard's share rather than of the whole send.
 SPREAD_SEND_ROWS = 1_000
 ATTRIBUTE_CHANGE_ATTEMPTS = 10  # reads of a queue's attributes a change retries on a concurrent one
-# A receive's read asks for up to SPARE_FACTOR times the rows it wants (at most SPARE_ROWS more),
-# and the broker keeps the rest for its next receives for SPARE_SECONDS by the queue's clock, up
-# to SPARE_BYTES of bodies (engine/messages/spares.py): a read costs about as much for ten rows as
-# for one, and a claim from spares skips it.
+# A receive's read asks for up to SPARE_FACTOR times the rows it wants (at most SPARE_ROWS, and
+# SPARE_BYTES of the queue's largest messages, more), and the broker keeps the rest for its next
+# receives for SPARE_SECONDS by the queue's clock (engine/messages/spares.py): a read of a few
+# small rows costs about what a read of one does, and a claim from spares skips it.
 SPARE_FACTOR = 10
 SPARE_ROWS = 100
 SPARE_SECONDS = 1.0
-SPARE_BYTES = 4 << 20
+SPARE_BYTES = 16 << 20
 DEPTH_CHECK_SECONDS = 30.0  # how often a shallow read asks whether the queue became deep
 # A claim hides its messages this much longer at most for its own statement (engine/messages/handout.py).
 HANDOUT_ALLOWANCE_MAX_SECONDS = 5.0

@@ -1,17 +1,23 @@
 """Spare candidates: a receive's read keeps what it found beyond its claim, and the broker's next
-receives claim those at once. They are hints: the claim's statement is the proof, and nothing a
-spare misses is lost, delivered twice or delivered out of the order a broker can know."""
+receives claim those at once. They are hints: the claim's statement is the proof; a spare that
+went elsewhere is neither delivered twice nor makes a receive come back empty, and a message
+made visible at once comes before them."""
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from datetime import timedelta
 
 from sparkqueue import Broker
-from sparkqueue.engine.messages.spares import SpareCandidates
+from sparkqueue.attributes import QueueAttributes
+from sparkqueue.engine.messages.spares import SpareCandidates, spare_room
 from sparkqueue.engine.rounds import standard
 from sparkqueue.engine.rounds.requests import Ask
+from sparkqueue.limits import MAX_MESSAGE_BYTES
 from sparkqueue.rules import handles
 from sparkqueue.store.statements import Row
+from tests.integration.helpers import run_threads
 
 
 def spares_of(queue) -> list[str]:
@@ -42,7 +48,7 @@ def test_spares_taken_by_another_broker_send_the_receive_to_the_table(broker, tm
     the table at once instead of coming back empty."""
     queue = broker.create_queue("work", shards=1)
     sent = sorted(queue.send(f"m{i}") for i in range(5))  # ids: oldest first
-    assert queue.receive(1)[0].message_id == sent[0]  # spares: m1..m4
+    assert queue.receive(1)[0].message_id == sent[0] and spares_of(queue) == sent[1:]
     other = Broker(None, str(tmp_path / "root"), clock=clock).get_queue("work")
     assert [m.message_id for m in other.receive(10)] == sent[1:]
     newer = queue.send("m5")
@@ -57,6 +63,7 @@ def test_a_round_whose_spares_went_elsewhere_claims_from_the_table(broker, tmp_p
     queue = broker.create_queue("work", shards=1)
     sent = sorted(queue.send(f"m{i}") for i in range(5))  # ids: oldest first
     [held] = queue.receive(1)
+    assert spares_of(queue) == sent[1:]
     other = Broker(None, str(tmp_path / "root"), clock=clock).get_queue("work")
     assert len(other.receive(10)) == 4
     newer = queue.send("m5")
@@ -74,6 +81,8 @@ def test_a_message_made_visible_again_comes_before_the_spares(broker, clock):
     queue = broker.create_queue("work", shards=1, visibility_timeout=30)
     sent = sorted(queue.send(f"m{i}") for i in range(4))  # ids: oldest first
     [first] = queue.receive(1)
+    queue.change_visibility(first.receipt_handle, 5)  # hidden past the spares' age: kept
+    assert spares_of(queue) == sent[1:]
     queue.change_visibility(first.receipt_handle, 0)
     assert queue.receive(1)[0].message_id == sent[0]
 
@@ -92,34 +101,104 @@ def test_spares_do_not_outlive_a_released_message(broker, clock):
     assert queue.receive(1)[0].message_id == sent[0]
 
 
-def test_no_message_twice_when_brokers_share_their_spares_queue(broker, tmp_path, clock):
-    queue = broker.create_queue("work", shards=2)
-    sent = set(queue.send_batch([f"m{i}" for i in range(60)]))
+def test_a_caller_of_a_round_whose_spare_went_elsewhere_still_gets_one(broker, tmp_path, clock):
+    """Two callers share a round of two spares, one of which another broker took: the caller it
+    was dealt to claims again from a read."""
+    queue = broker.create_queue("work", shards=1)
+    sent = sorted(queue.send(f"m{i}") for i in range(5))
+    assert queue.receive(1)[0].message_id == sent[0] and spares_of(queue) == sent[1:]
     other = Broker(None, str(tmp_path / "root"), clock=clock).get_queue("work")
-    seen: list[str] = []
-    for _ in range(40):
-        for consumer in (queue, other):
-            seen += [m.message_id for m in consumer.receive(3)]
-    assert len(seen) == len(set(seen)) and set(seen) == sent
+    assert [m.message_id for m in other.receive(1)] == [sent[1]]
+
+    ctx = queue._ctx
+    first, second = standard.run(ctx, ctx.record(queue.name), [Ask(wanted=1, timeout=30)] * 2)
+    assert [m.message_id for m in first.claimed] == [sent[3]]  # read after m2 went to the other
+    assert [m.message_id for m in second.claimed] == [sent[2]]
+
+
+def test_a_failed_claim_again_leaves_the_rounds_committed_work_answered(
+    broker, tmp_path, clock, monkeypatch
+):
+    queue = broker.create_queue("work", shards=1)
+    sent = sorted(queue.send(f"m{i}") for i in range(5))
+    [held] = queue.receive(1)
+    other = Broker(None, str(tmp_path / "root"), clock=clock).get_queue("work")
+    assert len(other.receive(10)) == 4
+    ctx = queue._ctx
+    record = ctx.record(queue.name)
+    round_once = standard.run
+
+    def fails_again(*args):
+        monkeypatch.setattr(standard, "run", lambda *a: (_ for _ in ()).throw(OSError("store")))
+        return round_once(*args)
+
+    monkeypatch.setattr(standard, "run", fails_again)
+    ref = handles.parse(record.secret, held.receipt_handle)
+    deleted, claimed = standard.run(ctx, record, [Ask(retire=(ref,)), Ask(wanted=1, timeout=30)])
+    assert deleted.superseded == frozenset() and claimed.claimed == []
+    assert queue.stats().in_flight == 4 and held.message_id == sent[0]  # m0 deleted
+
+
+def test_a_fair_receive_drops_the_spares_to_serve_a_quiet_tenant(broker):
+    queue = broker.create_queue("work", shards=1)
+    queue.send_batch([{"body": f"loud-{i}", "group_id": "loud"} for i in range(40)])
+    assert len(queue.receive(30, visibility_timeout=7200)) == 30
+    assert len(spares_of(queue)) == 10  # read before any tenant was counted
+    queue.send_batch([{"body": "calm", "group_id": "calm"}])
+    assert [m.body for m in queue.receive(1)] == ["calm"]  # loud is noisy: 30 in flight
+    assert spares_of(queue) == []
+
+
+def test_a_fifo_receive_keeps_no_spares(broker):
+    queue = broker.create_queue("work.fifo", fifo=True)
+    queue.send_batch(
+        [{"body": f"m{i}", "group_id": "g", "deduplication_id": str(i)} for i in range(5)]
+    )
+    assert [m.body for m in queue.receive(1)] == ["m0"]
+    assert spares_of(queue) == []
+
+
+def test_brokers_on_threads_share_a_queue_none_twice_none_lost(broker, tmp_path, clock):
+    queue = broker.create_queue("work", shards=2)
+    sent = set(queue.send_batch([f"m{i}" for i in range(300)]))
+    other = Broker(None, str(tmp_path / "root"), clock=clock).get_queue("work")
+    taken: list[str] = []
+    lock = threading.Lock()
+
+    def consume(consumer) -> None:
+        while batch := consumer.receive(3):
+            with lock:
+                taken.extend(m.message_id for m in batch)
+            consumer.delete_batch([m.receipt_handle for m in batch])
+
+    run_threads([lambda c=c: consume(c) for c in (queue, queue, other, other)])
+    assert set(taken) == sent and max(Counter(taken).values()) == 1
+    assert queue.stats().visible == queue.stats().in_flight == 0
 
 
 def row(message_id: str, body: str = "b") -> Row:
     return Row(message_id=message_id, body=body)
 
 
-def test_spares_keep_within_their_bytes_and_age(clock):
+def test_a_read_asks_for_spares_within_rows_and_bytes():
+    small, large = QueueAttributes(), QueueAttributes(max_message_bytes=MAX_MESSAGE_BYTES)
+    assert spare_room(1, small) == 10 and spare_room(10, small) == 10 + 64  # 16 MiB of 256 KiB
+    assert spare_room(10, large) == 10 + 16 and spare_room(100, small) == 164
+    assert spare_room(101, small) == 101  # its spares could serve no other claim like it
+
+
+def test_spares_age_out_and_serve_only_whole_claims(clock):
     spares = SpareCandidates()
     now = clock()
-    big = "x" * (3 << 20)
-    spares.keep("q", [row("a", big), row("b", big), row("c")], now)
+    spares.keep("q", [row("a"), row("b")], now)
     assert [r["message_id"] for r in spares.take("q", 1, now)] == ["a"]
-    assert spares.take("q", 1, now) == []  # "b" was over the bytes: nothing more was kept
-
-    spares.keep("q", [row("d"), row("e")], now)
     assert spares.take("q", 1, now + timedelta(seconds=1)) == []  # read too long ago
     assert spares.take("q", 1, now) == []  # and dropped
-    spares.keep("q", [row("f")], now)
+    spares.keep("q", [row("c")], now)
     assert spares.take("q", 2, now) == []  # fewer than wanted: a read
+    spares.keep("q", [row("d")], now)
+    spares.keep("other", [], now + timedelta(seconds=2))
+    assert spares.take("q", 1, now) == []  # swept as stale by another queue's read
 
 
 def test_a_claim_that_missed_some_spares_drops_the_rest(clock):
@@ -127,9 +206,11 @@ def test_a_claim_that_missed_some_spares_drops_the_rest(clock):
     now = clock()
     spares.keep("q", [row(i) for i in "abcdef"], now)
     taken = spares.take("q", 2, now)
-    assert spares.settle("q", taken, 1) is False  # one won: no read again, but no more spares
-    assert spares.take("q", 1, now) == []
+    assert spares.settle("q", taken, 1) is True  # one went elsewhere
+    assert spares.take("q", 1, now) == []  # and the rest went with it
     spares.keep("q", [row(i) for i in "gh"], now)
     taken = spares.take("q", 1, now)
-    assert spares.settle("q", taken, 0) is True  # none won: read again
+    assert spares.settle("q", taken, 1) is False  # all won: keep going
+    assert [r["message_id"] for r in spares.take("q", 1, now)] == ["h"]
+    spares.keep("q", [], now)
     assert spares.settle("q", [row("x")], 0) is False  # rows of a read are not spares

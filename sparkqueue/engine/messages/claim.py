@@ -49,7 +49,7 @@ def claim(
     attrs = record.attributes
     in_flight = ctx.in_flight.of(record.location, attrs.fifo)
 
-    missed: list[bool] = []  # whether the last attempt's claim was of spares all taken elsewhere
+    missed: list[bool] = []  # whether the last attempt claimed spares some of which were gone
 
     def attempt() -> list[Message]:
         now = ctx.now()
@@ -87,7 +87,7 @@ def claim(
     tables = ctx.tables_for(record)
     what = f"receiving from {record.name!r}"
     messages = tables.transact(record.location, attempt, what)
-    if any(missed):  # the spares are gone (spares.py): read the table
+    if not messages and any(missed):  # none of the spares left (spares.py): read the table
         messages = tables.transact(record.location, attempt, what)
     return messages
 
@@ -127,7 +127,9 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     others when it holds too few; while some tenant is noisy, quiet tenants' first, read so too
     (rules/fairness.py). Receivers of different brokers then rarely collide (callers of one
     broker share rounds and never do), and a read touches one shard's files: on object storage
-    every file is a request (a shallow queue filled by `send_df` holds two per shard).
+    every file is a request (a shallow queue filled by `send_df` holds two per shard). Otherwise
+    the read takes more of its shard than wanted, and the broker keeps the rest for its next
+    receives, which take them instead of reading (spares.py).
 
     On a shallow queue the shard's oldest rows are read. On a deep one (one shard held
     DEEP_SHARD_ROWS more than wanted at the broker's last look: `QueueContext.depths`) the read
@@ -154,8 +156,9 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
             found = tables.select(location, COLLECTED, quiet, order_by=ORDER, limit=wanted, at=at)
         if len(found) < wanted:  # then the rest: while fair, the noisy tenants'
             rest = visible & ~tenants.quiet() if fair else visible
-            room = spare_room(wanted) if plain else wanted - len(found)
-            found += _from_shards(ctx, record, rest, room, at, rank)
+            short = wanted - len(found)
+            room = spare_room(wanted, attrs) if plain else short
+            found += _from_shards(ctx, record, rest, short, at, rank, room)
         if fair and len(found) < wanted:  # a quiet message below the bound (released since)
             older = visible & tenants.quiet() & ~tenants.quiet_candidates()
             rest = wanted - len(found)
@@ -175,25 +178,32 @@ def _seen(ctx: QueueContext, location: str, found: list[Row]) -> list[Row]:
 
 
 def _from_shards(
-    ctx: QueueContext, record: QueueRecord, rows: Expr, wanted: int, at: Any, rank: Expr | None
+    ctx: QueueContext,
+    record: QueueRecord,
+    rows: Expr,
+    wanted: int,
+    at: Any,
+    rank: Expr | None,
+    room: int,
 ) -> list[Row]:
-    """`wanted` of `rows`: one random shard's first, then the others' (see `candidates`), the
-    oldest first (after `rank` when given) or on a deep queue as the shard holds them; then
-    whether the queue is deep is looked at again."""
+    """`wanted` of `rows`: one random shard's first, up to `room` of them (spares beyond
+    `wanted`), then the others' up to `wanted` (see `candidates`), the oldest first (after
+    `rank` when given) or on a deep queue as the shard holds them; then whether the queue is
+    deep is looked at again."""
     attrs, tables, location = record.attributes, ctx.tables_for(record), record.location
     first = random.randrange(attrs.shards)
     in_first, others = rows & (col("shard") == first), rows & (col("shard") != first)
     depths = ctx.depths
     deep = depths.is_deep(location)
     order: list[str | Expr] = [] if deep else [*([rank] if rank is not None else []), *ORDER]
-    found = tables.select(location, COLLECTED, in_first, order_by=order, limit=wanted, at=at)
+    found = tables.select(location, COLLECTED, in_first, order_by=order, limit=room, at=at)
     from_first = len(found)
     if from_first < wanted and attrs.shards > 1:
         rest = wanted - from_first
         found += tables.select(location, COLLECTED, others, order_by=order, limit=rest, at=at)
     if deep and from_first < wanted:
         depths.mark(location, False)
-    elif not deep and from_first == wanted and depths.due(location):  # has it grown deep?
+    elif not deep and from_first >= wanted and depths.due(location):  # has it grown deep?
         enough = wanted + DEEP_SHARD_ROWS
         in_shard = tables.select(location, ["message_id"], in_first, limit=enough, at=at)
         depths.mark(location, len(in_shard) == enough)

@@ -76,8 +76,8 @@ def run_round(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[A
     try:
         return _run_round(ctx, record, asks)
     finally:
-        # Messages this round may have made visible again, older than the spares (spares.py).
-        if any(ask.changes or (ask.wanted and not ask.timeout) for ask in asks):
+        # Messages this round made visible at once, older than the spares (spares.py).
+        if any(ask.shows_at_once() for ask in asks):
             ctx.spares.drop(record.location)
 
 

@@ -27,6 +27,11 @@ class Ask:
         """The ids of the messages this ask deletes or changes."""
         return {ref.message_id for ref in self.retire} | {ref.message_id for ref, _ in self.changes}
 
+    def shows_at_once(self) -> bool:
+        """Whether this ask makes messages visible at once: a claim with no visibility timeout,
+        or a visibility change to 0."""
+        return bool(self.wanted and not self.timeout) or any(not s for _, s in self.changes)
+
     @property
     def rows(self) -> int:
         """How many rows this ask may touch: what a round's statement is sized by."""

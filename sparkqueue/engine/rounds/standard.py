@@ -9,6 +9,7 @@ caller what happened to its own.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
@@ -26,6 +27,8 @@ from ..messages.visibility import diagnose
 from .requests import Answer, Ask
 from .statement import RoundChanges, holding
 
+log = logging.getLogger(__name__)
+
 
 def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]:
     """Every ask's answer, from one transaction (retried whole on conflicts)."""
@@ -38,7 +41,7 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
     wanted = sum(ask.wanted for ask in asks)
     in_flight = ctx.in_flight.of(record.location, fifo=False)
 
-    missed: list[bool] = []  # whether the last attempt's claim was of spares all taken elsewhere
+    missed: list[bool] = []  # whether the last attempt claimed spares some of which were gone
 
     def attempt() -> list[Answer]:
         now = ctx.now()
@@ -124,14 +127,28 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
 
     tables = ctx.tables_for(record)
     answers = tables.transact(record.location, attempt, f"a shared round on {record.name!r}")
-    if not any(missed):
+    return _claim_again(ctx, record, asks, answers) if any(missed) else answers
+
+
+def _claim_again(
+    ctx: QueueContext, record: QueueRecord, asks: list[Ask], answers: list[Answer]
+) -> list[Answer]:
+    """The claims that got nothing because other brokers took their spares meanwhile, again from
+    a read of the table, in a round of their own (spares.py). The first round's deletes and
+    visibility changes committed: an error of this one leaves those callers with no messages,
+    as a receive may come back, rather than failing everyone's committed work."""
+    empty = [i for i, (ask, answer) in enumerate(zip(asks, answers, strict=True))
+             if ask.wanted and not answer.claimed and answer.error is None]  # fmt: skip
+    if not empty:
         return answers
-    # The spares were all taken elsewhere (spares.py): the claims again, from a read of the table.
-    claims = [i for i, ask in enumerate(asks) if ask.wanted]
-    again = iter(run(ctx, record, [Ask(wanted=asks[i].wanted, timeout=asks[i].timeout,
-                                       token=asks[i].token) for i in claims]))  # fmt: skip
-    for i in claims:
-        answer = next(again)
+    try:
+        again = run(ctx, record, [Ask(wanted=asks[i].wanted, timeout=asks[i].timeout,
+                                      token=asks[i].token) for i in empty])  # fmt: skip
+    except Exception:
+        log.warning("claiming again on %s failed", record.name, exc_info=True)
+        return answers
+    answers = list(answers)
+    for i, answer in zip(empty, again, strict=True):
         answers[i] = replace(answers[i], claimed=answer.claimed, error=answer.error)
     return answers
 
