@@ -11,11 +11,26 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 from sparkqueue import Broker, spark_session
 
 
+def clear_unlogged_first_batch(checkpoint: str) -> None:
+    """Spark writes each offset file as a hidden temp file and then renames it. A driver killed
+    in between on a query's first batch leaves `offsets/` holding that temp file alone, and
+    Spark 4 then refuses to start from the checkpoint (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY:
+    "offsets should be empty on batch 0"). No batch was logged: the leftovers go."""
+    offsets = Path(checkpoint) / "offsets"
+    leftovers = list(offsets.iterdir()) if offsets.is_dir() else []
+    if all(path.name.startswith(".") and ".tmp" in path.name for path in leftovers):
+        for path in leftovers:
+            path.unlink()
+
+
 def main(root: str, work: str, mode: str) -> None:
+    for query in ("out", "sent"):
+        clear_unlogged_first_batch(f"{work}/checkpoints/{query}")
     spark = spark_session(**{"spark.sql.shuffle.partitions": "2"})
     drain = mode == "drain"
     source = (

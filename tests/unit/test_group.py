@@ -32,7 +32,14 @@ class Rounds:
         return [op * 10 for op in ops]
 
 
-def run_callers(committer: GroupCommitter, run, ops: list[int]) -> dict[int, object]:
+def arrived(committer: GroupCommitter, rounds: Rounds, op: int) -> bool:
+    """Whether `op` waits in the committer's line or a round has taken it."""
+    with committer._lock:
+        waiting = [waiter.op for waiter in committer._waiting]
+    return op in waiting or any(op in ops for ops in list(rounds.carried))
+
+
+def run_callers(committer: GroupCommitter, run: Rounds, ops: list[int]) -> dict[int, object]:
     results: dict[int, object] = {}
 
     def call(op: int) -> None:
@@ -42,9 +49,11 @@ def run_callers(committer: GroupCommitter, run, ops: list[int]) -> dict[int, obj
             results[op] = error
 
     threads = [threading.Thread(target=call, args=(op,)) for op in ops]
-    for thread in threads:
-        thread.start()
-        time.sleep(0.002)  # arrive one after the other, while rounds are under way
+    for op, thread in zip(ops, threads, strict=True):
+        thread.start()  # each arrives after the one before, while rounds are under way
+        deadline = time.monotonic() + 10
+        while not arrived(committer, run, op) and time.monotonic() < deadline:
+            time.sleep(0.001)
     for thread in threads:
         thread.join(timeout=30)
         assert not thread.is_alive(), "a caller never got its outcome"

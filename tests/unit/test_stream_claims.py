@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 
 from sparkqueue import Broker
+from sparkqueue.bench.stream_driver import clear_unlogged_first_batch
 from sparkqueue.engine import streams
 from sparkqueue.engine.messages import bulk
 from sparkqueue.engine.messages.bulk import BatchClaim
@@ -173,3 +174,22 @@ def test_a_row_made_claimable_between_the_read_and_the_update_is_released_again(
     assert second.message_id not in held and third.message_id not in held
     [again] = claimer.get_queue("work").receive(10)
     assert again.message_id == second.message_id and again.receive_count == 2  # one receive
+
+
+def test_a_first_batch_killed_before_its_offsets_were_logged_leaves_a_checkpoint_to_start(tmp_path):
+    """The streaming driver's restart clears the temp file of an offset Spark never renamed (Spark
+    4 refuses such a checkpoint), and nothing once a batch was logged."""
+    offsets = tmp_path / "fresh" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / ".0.5b2c.tmp").write_text("v1")
+    (offsets / "..0.5b2c.tmp.crc").write_text("crc")
+    clear_unlogged_first_batch(str(tmp_path / "fresh"))
+    assert list(offsets.iterdir()) == []
+
+    logged = tmp_path / "logged" / "offsets"
+    logged.mkdir(parents=True)
+    (logged / "0").write_text("v1")
+    (logged / ".1.77aa.tmp").write_text("v1")
+    clear_unlogged_first_batch(str(tmp_path / "logged"))
+    assert sorted(path.name for path in logged.iterdir()) == [".1.77aa.tmp", "0"]
+    clear_unlogged_first_batch(str(tmp_path / "none"))  # no checkpoint yet
