@@ -116,6 +116,23 @@ def test_a_caller_of_a_round_whose_spare_went_elsewhere_still_gets_one(broker, t
     assert [m.message_id for m in second.claimed] == [sent[2]]
 
 
+def test_a_spare_that_its_own_round_deletes_counts_as_missed(broker, tmp_path, clock):
+    """Another broker took a spare and deletes it through this broker in the round that would
+    claim it: the claim goes to the table instead of coming back empty."""
+    queue = broker.create_queue("work", shards=1)
+    sent = sorted(queue.send(f"m{i}") for i in range(5))
+    assert queue.receive(1)[0].message_id == sent[0] and spares_of(queue) == sent[1:]
+    [taken] = Broker(None, str(tmp_path / "root"), clock=clock).get_queue("work").receive(1)
+    assert taken.message_id == sent[1]
+
+    ctx = queue._ctx
+    record = ctx.record(queue.name)
+    ref = handles.parse(record.secret, taken.receipt_handle)
+    deleted, claimed = standard.run(ctx, record, [Ask(retire=(ref,)), Ask(wanted=1, timeout=30)])
+    assert deleted.superseded == frozenset()
+    assert [m.message_id for m in claimed.claimed] == [sent[2]]
+
+
 def test_a_failed_claim_again_leaves_the_rounds_committed_work_answered(
     broker, tmp_path, clock, monkeypatch
 ):

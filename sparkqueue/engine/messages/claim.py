@@ -74,6 +74,9 @@ def claim(
             values = claim_values(now, ctx.handouts.until(record.location, began, timeout))
             won = _claim_rows(ctx, record, issuing, found, now, values)
             ctx.handouts.took(record.location, began, ctx.now())
+        except Exception:
+            ctx.spares.drop(record.location)  # a retry reads: these may be what it met
+            raise
         finally:
             in_flight.settle(granted, len(won))
         missed[:] = [ctx.spares.settle(record.location, found, len(won))]
@@ -133,8 +136,9 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
 
     On a shallow queue the shard's oldest rows are read. On a deep one (one shard held
     DEEP_SHARD_ROWS more than wanted at the broker's last look: `QueueContext.depths`) the read
-    stops at the rows it needs (roughly the shard's oldest: files are read in the order they were
-    written): ~0.3 s on a 300,000-message backlog against ~0.7-1 s for the oldest of all.
+    stops at the rows it needs, spares included (roughly the shard's oldest: files are read in
+    the order they were written): ~0.3 s on a 300,000-message backlog against ~0.7-1 s for the
+    oldest of all.
     """
     attrs = record.attributes
     tables, location = ctx.tables_for(record), record.location

@@ -8,12 +8,13 @@ meanwhile is simply not claimed. A claim that misses some spares drops the rest 
 working there), and a caller whose claim of spares got nothing claims again from a read of the
 table (messages/claim.py, rounds/standard.py): no receive comes back empty because of them.
 
-What spares cannot see is a row that became claimable after their read and is older than them.
-Within SPARE_SECONDS (by the queue's clock) that is only a visibility change to 0 or a receive
-with no visibility timeout (anything hidden for a second or more is visible again only after the
-spares have aged out): in this broker those drop them (rounds/operations.py); another broker's,
-and this broker's bulk releases and moves, reach its receives within SPARE_SECONDS. Order on a
-standard queue is best effort, as on SQS.
+What spares cannot see is a row that became claimable after their read and is older than them:
+a visibility timeout or a delay that ran out, another broker's release or visibility change,
+this broker's bulk releases and moves. Such a row waits at most SPARE_SECONDS (by the queue's
+clock), as the spares age out. Only two things make a row claimable at once, and this broker
+drops its spares after either (rounds/operations.py): a visibility change to 0 and a receive with
+no visibility timeout; a change to a second or more shows the row after the spares have aged
+out. Order on a standard queue is best effort, as on SQS.
 """
 
 from __future__ import annotations

@@ -59,11 +59,8 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 ref.message_id for ref, _ in changes.values()
             }
             # Rows by item, not attribute, here and below: a round may carry thousands.
-            found = [
-                row
-                for row in (candidates(ctx, record, now, granted) if granted else [])
-                if row["message_id"] not in busy
-            ]
+            read = candidates(ctx, record, now, granted) if granted else []
+            found = [row for row in read if row["message_id"] not in busy]
             shares = _shares(found, [ask.wanted for ask in asks], granted)
             token = (asks[0].token if len(asks) == 1 else None) or handles.new_token()
             issued = {
@@ -108,10 +105,14 @@ def run(ctx: QueueContext, record: QueueRecord, asks: list[Ask]) -> list[Answer]
                 shards = [ref.shard for ref in retire]
                 superseded = present(ctx, record, shards, ids) if ids else set()
                 changed = diagnose(ctx, record, changing, now) if changes else {}
+        except Exception:
+            ctx.spares.drop(record.location)  # a retry reads: these may be what it met
+            raise
         finally:
             if granted:
                 in_flight.settle(granted, len(won))
-        missed[:] = [ctx.spares.settle(record.location, found, len(won))]
+        # A spare this round also deletes or changes is in flight: missed like a taken one.
+        missed[:] = [ctx.spares.settle(record.location, read, len(won))]
         answers = []
         for ask, share in zip(asks, shares, strict=True):
             claimed = [message_of(row, issued[row["message_id"]], now) for row in share]
