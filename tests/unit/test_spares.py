@@ -14,7 +14,7 @@ from sparkqueue.attributes import QueueAttributes
 from sparkqueue.engine.messages.spares import SpareCandidates, spare_room
 from sparkqueue.engine.rounds import standard
 from sparkqueue.engine.rounds.requests import Ask
-from sparkqueue.limits import MAX_MESSAGE_BYTES
+from sparkqueue.limits import MAX_MESSAGE_BYTES, SPARE_SECONDS
 from sparkqueue.rules import handles
 from sparkqueue.store.statements import Row
 from tests.integration.helpers import run_threads
@@ -166,6 +166,16 @@ def test_a_fair_receive_drops_the_spares_to_serve_a_quiet_tenant(broker):
     assert spares_of(queue) == []
 
 
+def test_a_queue_whose_messages_carry_groups_keeps_no_spares_after_its_first_read(broker):
+    """Its tenants are counted once a second, and spares would serve one tenant's messages in
+    between: only the read that first meets a group keeps any."""
+    queue = broker.create_queue("work", shards=1)
+    queue.send_batch([{"body": f"m{i}", "group_id": f"t{i % 3}"} for i in range(20)])
+    assert len(queue.receive(1)) == 1 and len(spares_of(queue)) == 9
+    assert len(queue.receive(1)) == 1 and spares_of(queue) == []
+    assert len(queue.receive(1)) == 1 and spares_of(queue) == []
+
+
 def test_a_fifo_receive_keeps_no_spares(broker):
     queue = broker.create_queue("work.fifo", fifo=True)
     queue.send_batch(
@@ -209,7 +219,7 @@ def test_spares_age_out_and_serve_only_whole_claims(clock):
     now = clock()
     spares.keep("q", [row("a"), row("b")], now)
     assert [r["message_id"] for r in spares.take("q", 1, now)] == ["a"]
-    assert spares.take("q", 1, now + timedelta(seconds=1)) == []  # read too long ago
+    assert spares.take("q", 1, now + timedelta(seconds=SPARE_SECONDS)) == []  # read too long ago
     assert spares.take("q", 1, now) == []  # and dropped
     spares.keep("q", [row("c")], now)
     assert spares.take("q", 2, now) == []  # fewer than wanted: a read

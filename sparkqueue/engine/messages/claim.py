@@ -148,7 +148,8 @@ def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: in
     tenants = ctx.tenants.of(location, lambda *last: count_tenants(ctx, record, now, *last))
     fair = tenants.contended  # some tenant noisy, with a backlog, beside others
     rank = tenants.rank() if len(tenants.noisy) > 1 else None  # several noisy: least busy first
-    plain = not fair and rank is None  # oldest first: what spares hold (spares.py)
+    # Oldest first, and no tenants to be fair to: what spares serve (spares.py).
+    plain = not fair and rank is None and not ctx.tenants.tenanted(location)
     if not plain:
         ctx.spares.drop(location)
     elif kept := ctx.spares.take(location, wanted, now):

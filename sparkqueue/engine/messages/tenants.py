@@ -36,11 +36,18 @@ class TenantViews:
         self._views: dict[str, tuple[TenantView, float | None]] = {}
         self._counting: set[str] = set()
         self._grouped: set[str] = set()
+        self._tenanted: set[str] = set()
 
     def saw_groups(self, location: str) -> None:
         """A read of the queue came across a message with a group (a tenant's)."""
         with self._lock:
             self._grouped.add(location)
+            self._tenanted.add(location)
+
+    def tenanted(self, location: str) -> bool:
+        """Whether a read of the queue ever came across a tenant's message: then its receives
+        keep no spares (spares.py), which would serve one tenant's messages between counts."""
+        return location in self._tenanted
 
     def of(
         self, location: str, count: Callable[[TenantView, float | None], TenantView]
