@@ -9,6 +9,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
+from sparkqueue import Broker
 from sparkqueue.engine.messages import claim, tenants
 from sparkqueue.errors import InvalidParameterValue, OverLimit
 from sparkqueue.limits import IN_FLIGHT_LIMITS
@@ -258,3 +259,17 @@ def test_the_visibility_timeout_runs_from_the_handout_not_from_the_read(broker, 
     clock.advance(0.1 + 4)  # the receive's own read and statement move the clock by 4 s
     [again] = queue.receive(1)
     assert again.message_id == message.message_id
+
+
+def test_a_native_broker_claims_around_the_spares_a_spark_engine_broker_took(
+    broker, spark, tmp_path, clock
+):
+    """Spares of one engine's broker taken by the other engine's: the receive reads again, and
+    no message goes to both."""
+    queue = broker.create_queue("spared", shards=1)
+    sent = sorted(queue.send(f"m{i}") for i in range(5))
+    assert queue.receive(1)[0].message_id == sent[0]  # spares: the other four
+    other = Broker(spark, str(tmp_path / "root"), clock=clock, engine="spark").get_queue("spared")
+    assert [m.message_id for m in other.receive(4)] == sent[1:]
+    newer = queue.send("m5")
+    assert [m.message_id for m in queue.receive(1)] == [newer]
