@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
+import functools
+import hashlib
 import os
 import pwd
 import re
@@ -10,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from .datasource import register
 from .store.spark_azure import azure_packages, azure_settings
@@ -37,6 +40,8 @@ LOG_TAIL_BYTES = 4_000  # shown when the JVM fails to start, so the reason is no
 # `user.home`, the account's home directory (not $HOME, which the JVM does not read).
 DEFAULT_IVY_DIR = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ivy2.5.2"
 FETCHING_JARS = "fetching Delta Lake jars (first run only)"
+FETCH_LOCK = ".sparkqueue-fetch.lock"  # in the Ivy folder: one JVM at a time fetches into it
+_Started = TypeVar("_Started")
 # A key ends at its first `=`, `:` or blank, as in java.util.Properties; values may contain all three.
 _SEPARATOR = re.compile(r"\s*[=:\s]\s*")
 
@@ -123,9 +128,34 @@ def _session(storage_options: Mapping[str, str] | None, conf: Mapping[str, str])
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
-    if not jars_cached(settings["spark.jars.packages"], ivy_dir):
+    packages = settings["spark.jars.packages"]
+    if not jars_cached(packages, ivy_dir):
         print(FETCHING_JARS, file=sys.stderr, flush=True)  # the one line a first run shows
-    return _with_console_in_a_file(builder.getOrCreate)
+    start = functools.partial(_with_console_in_a_file, builder.getOrCreate)
+    return one_fetch_at_a_time(start, ivy_dir, packages)
+
+
+def one_fetch_at_a_time(start: Callable[[], _Started], ivy_dir: Path, packages: str) -> _Started:
+    """Runs `start`, a JVM start that resolves `packages` into Ivy's cache at `ivy_dir`, alone
+    among this machine's processes until the packages have once been fetched whole.
+
+    Ivy's cache is not safe for two processes downloading into it at once: two sessions started
+    together on a fresh machine each found the other's half-written jars ("Downloaded file size
+    (0) doesn't match expected Content Length") and neither started. A lock file's `flock` is
+    given back when its holder ends, killed or not; a marker per set of packages, written after a
+    start that fetched them, lets every later start go without waiting for the others."""
+    digest = hashlib.sha256(packages.encode()).hexdigest()[:16]
+    fetched = ivy_dir / f".sparkqueue-fetched-{digest}"
+    if fetched.exists():
+        return start()
+    ivy_dir.mkdir(parents=True, exist_ok=True)
+    with (ivy_dir / FETCH_LOCK).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not fetched.exists():  # else another start fetched them while this one waited
+            started = start()
+            fetched.touch()
+            return started
+    return start()  # the lock is given back: starts of fetched packages run side by side
 
 
 def _add(settings: dict[str, str], key: str, *values: str) -> None:
