@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import hashlib
@@ -41,6 +42,13 @@ LOG_TAIL_BYTES = 4_000  # shown when the JVM fails to start, so the reason is no
 DEFAULT_IVY_DIR = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ivy2.5.2"
 FETCHING_JARS = "fetching Delta Lake jars (first run only)"
 FETCH_LOCK = ".sparkqueue-fetch.lock"  # in the Ivy folder: one JVM at a time fetches into it
+# What a fetch fetches, and from where: a marker of "fetched" stands for one set of these.
+FETCH_SETTINGS = (
+    "spark.jars.packages",
+    "spark.jars.excludes",
+    "spark.jars.repositories",
+    "spark.jars.ivySettings",
+)
 _Started = TypeVar("_Started")
 # A key ends at its first `=`, `:` or blank, as in java.util.Properties; values may contain all three.
 _SEPARATOR = re.compile(r"\s*[=:\s]\s*")
@@ -93,6 +101,7 @@ def spark_session(storage_options: Mapping[str, str] | None = None, **conf: str)
 
 
 def _session(storage_options: Mapping[str, str] | None, conf: Mapping[str, str]) -> SparkSession:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession  # installed with sparkqueue[local], or by the platform
 
     active = SparkSession.getActiveSession()
@@ -128,32 +137,51 @@ def _session(storage_options: Mapping[str, str] | None, conf: Mapping[str, str])
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
-    packages = settings["spark.jars.packages"]
-    if not jars_cached(packages, ivy_dir):
+    if not jars_cached(settings["spark.jars.packages"], ivy_dir):
         print(FETCHING_JARS, file=sys.stderr, flush=True)  # the one line a first run shows
     start = functools.partial(_with_console_in_a_file, builder.getOrCreate)
-    return one_fetch_at_a_time(start, ivy_dir, packages)
+    if SparkContext._gateway is not None:  # this process's JVM is up: a new session fetches nothing
+        return start()
+    return one_fetch_at_a_time(start, ivy_dir, settings)
 
 
-def one_fetch_at_a_time(start: Callable[[], _Started], ivy_dir: Path, packages: str) -> _Started:
-    """Runs `start`, a JVM start that resolves `packages` into Ivy's cache at `ivy_dir`, alone
-    among this machine's processes until the packages have once been fetched whole.
+def one_fetch_at_a_time(
+    start: Callable[[], _Started], ivy_dir: Path, settings: Mapping[str, str]
+) -> _Started:
+    """Runs `start`, a JVM start that resolves the packages `settings` name into Ivy's cache at
+    `ivy_dir`, alone among the processes sharing that folder until they have once been fetched.
 
     Ivy's cache is not safe for two processes downloading into it at once: two sessions started
     together on a fresh machine each found the other's half-written jars ("Downloaded file size
     (0) doesn't match expected Content Length") and neither started. A lock file's `flock` is
-    given back when its holder ends, killed or not; a marker per set of packages, written after a
-    start that fetched them, lets every later start go without waiting for the others."""
-    digest = hashlib.sha256(packages.encode()).hexdigest()[:16]
-    fetched = ivy_dir / f".sparkqueue-fetched-{digest}"
-    if fetched.exists():
+    given back when its holder's process ends, killed or not (a JVM it started may still be
+    downloading then, until it notices). A marker per set of fetch settings, written once the
+    packages' jars are in the cache, lets every later start go without waiting for the others.
+    A folder that cannot be locked (read-only, or NFS without locks) is left to Ivy as before."""
+    packages = settings["spark.jars.packages"]
+    what = "\n".join(f"{key}={settings.get(key, '')}" for key in FETCH_SETTINGS)
+    fetched = ivy_dir / f".sparkqueue-fetched-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
+
+    def done() -> bool:  # the marker alone would outlive a cache emptied by hand
+        return fetched.exists() and jars_cached(packages, ivy_dir)
+
+    if done():
         return start()
-    ivy_dir.mkdir(parents=True, exist_ok=True)
-    with (ivy_dir / FETCH_LOCK).open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not fetched.exists():  # else another start fetched them while this one waited
+    try:
+        ivy_dir.mkdir(parents=True, exist_ok=True)
+        lock = (ivy_dir / FETCH_LOCK).open("a")
+    except OSError:
+        return start()
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except OSError:  # ENOLCK: a file system without locks
+            return start()
+        if not done():  # else another start fetched them while this one waited
             started = start()
-            fetched.touch()
+            if jars_cached(packages, ivy_dir):
+                with contextlib.suppress(OSError):
+                    fetched.touch()
             return started
     return start()  # the lock is given back: starts of fetched packages run side by side
 
