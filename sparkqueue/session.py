@@ -101,7 +101,6 @@ def spark_session(storage_options: Mapping[str, str] | None = None, **conf: str)
 
 
 def _session(storage_options: Mapping[str, str] | None, conf: Mapping[str, str]) -> SparkSession:
-    from pyspark import SparkContext
     from pyspark.sql import SparkSession  # installed with sparkqueue[local], or by the platform
 
     active = SparkSession.getActiveSession()
@@ -140,8 +139,6 @@ def _session(storage_options: Mapping[str, str] | None, conf: Mapping[str, str])
     if not jars_cached(settings["spark.jars.packages"], ivy_dir):
         print(FETCHING_JARS, file=sys.stderr, flush=True)  # the one line a first run shows
     start = functools.partial(_with_console_in_a_file, builder.getOrCreate)
-    if SparkContext._gateway is not None:  # this process's JVM is up: a new session fetches nothing
-        return start()
     return one_fetch_at_a_time(start, ivy_dir, settings)
 
 
@@ -156,7 +153,8 @@ def one_fetch_at_a_time(
     (0) doesn't match expected Content Length") and neither started. A lock file's `flock` is
     given back when its holder's process ends, killed or not (a JVM it started may still be
     downloading then, until it notices). A marker per set of fetch settings, written once the
-    packages' jars are in the cache, lets every later start go without waiting for the others.
+    packages' jars are in the cache, lets every later start go without waiting for the others;
+    a start that fetched nothing (a process whose JVM was up already) writes none.
     A folder that cannot be locked (read-only, or NFS without locks) is left to Ivy as before."""
     packages = settings["spark.jars.packages"]
     what = "\n".join(f"{key}={settings.get(key, '')}" for key in FETCH_SETTINGS)
