@@ -182,6 +182,28 @@ def test_killed_producer_processes_beside_compactions_lose_nothing(broker):
     assert compactions(broker, "shared") > 0
 
 
+def test_a_process_that_ends_as_its_sends_compaction_starts_waits_for_it(broker):
+    """The compaction's thread is no daemon, though the send that starts it runs on one: the
+    process ends after the compaction, not in the middle of it (which crashed it: SIGSEGV)."""
+    broker.create_queue("ending", shards=1)  # each send's file in the one shard: two to merge
+    script = (
+        "import sys\n"
+        "from sparkqueue import Broker\n"
+        "from sparkqueue.engine.messages import compaction\n"
+        "compaction.COMPACT_AFTER_APPENDS = 2\n"
+        "queue = Broker(None, sys.argv[1]).get_queue('ending')\n"
+        "queue.send('one')\n"
+        "queue.send('two')\n"  # the second append starts the compaction: the process ends
+    )
+    for run in range(1, 4):
+        done = subprocess.run(
+            [sys.executable, "-c", script, broker.root],
+            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0
+        assert compactions(broker, "ending") == run  # the process's compaction committed
+
+
 @pytest.mark.parametrize("first", ["compaction", "update", "delete"])
 def test_delta_rs_refuses_a_claim_or_a_compaction_read_before_the_other_committed(tmp_path, first):
     """Why the redrive job's upkeep may compact on object storage beside other processes' claims

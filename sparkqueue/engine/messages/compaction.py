@@ -46,12 +46,15 @@ class SmallFiles:
                 return
             self._appends[location] = 0
             self._running.add(location)
+        # Not a daemon, even when started from one (a thread inherits its starter's flag): a
+        # process that ends waits for it, as Python joins such threads before it finalizes. A
+        # daemon thread still in delta-rs then was unwound through Rust frames: SIGSEGV at exit.
         try:
             threading.Thread(
                 target=self._compact,
                 args=(location, compact),
                 name=f"sparkqueue-compact-{location}",
-                daemon=True,
+                daemon=False,
             ).start()
         except RuntimeError:  # no thread to be had (the interpreter is ending): not this time
             self._done(location)

@@ -65,12 +65,12 @@ class TenantViews:
             self._counting.add(location)
             self._grouped.discard(location)
         if elapsed is not None and elapsed < TENANT_STALE_SECONDS:
-            try:
+            try:  # not a daemon, as a compaction's thread (compaction.py): one scan, waited for
                 threading.Thread(
                     target=self._beside,
                     args=(location, count, view, elapsed),
                     name=f"sparkqueue-tenants-{location}",
-                    daemon=True,
+                    daemon=False,
                 ).start()
                 return view
             except RuntimeError:  # no thread to be had: this caller counts
