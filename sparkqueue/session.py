@@ -154,7 +154,8 @@ def one_fetch_at_a_time(
     given back when its holder's process ends, killed or not (a JVM it started may still be
     downloading then, until it notices). A marker per set of fetch settings, written once the
     packages' jars are in the cache, lets every later start go without waiting for the others;
-    a start that fetched nothing (a process whose JVM was up already) writes none.
+    a start after which they are not there (one whose process had its JVM up already, so that
+    it fetched nothing) writes none.
     A folder that cannot be locked (read-only, or NFS without locks) is left to Ivy as before."""
     packages = settings["spark.jars.packages"]
     what = "\n".join(f"{key}={settings.get(key, '')}" for key in FETCH_SETTINGS)
