@@ -39,6 +39,9 @@ ENDPOINT_READ_TIMEOUT_SECONDS = 30.0
 # Connections the endpoint serves at once (each is a thread; a long poll holds one for up to 20 s);
 # one more is answered 503 ServiceUnavailable, which SDKs retry.
 ENDPOINT_MAX_CONNECTIONS = 128
+# Closing the endpoint waits this long, at most, for each of: the requests under way (its long
+# polls answer at once), its move tasks' chunks under way, its search for regions.
+ENDPOINT_CLOSE_WAIT_SECONDS = 30.0
 # How long the endpoint trusts that a queue it found still exists (and what it is) before
 # asking the broker again; the broker's registry cache lives as long (ATTRIBUTE_CACHE_SECONDS).
 QUEUE_LOOKUP_CACHE_SECONDS = 5.0

@@ -31,6 +31,13 @@ class LongPolls:
         self._interval = interval
         self._changed = threading.Condition()
         self._watches: dict[str, _Watch] = defaultdict(_Watch)
+        self._closed = False
+
+    def close(self) -> None:
+        """The endpoint closes: waiting receives answer at once with what they have (nothing)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
 
     def arrived(self, name: str) -> None:
         """Messages were sent to `name` through this endpoint: waiting receives look now."""
@@ -64,12 +71,13 @@ class LongPolls:
         return []
 
     def _turn(self, name: str, deadline: float) -> bool:
-        """Waits until this receive may look at the queue: True, or False once `deadline` passed."""
+        """Waits until this receive may look at the queue: True, or False once `deadline` passed
+        or the endpoint closes."""
         with self._changed:
             watch = self._watches[name]
             while True:
                 now = time.monotonic()
-                if now >= deadline:
+                if now >= deadline or self._closed:
                     return False
                 if not watch.probing and now >= watch.next_probe:
                     watch.probing = True

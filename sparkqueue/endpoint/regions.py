@@ -21,6 +21,7 @@ import functools
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 
 import botocore.session
@@ -91,9 +92,20 @@ class Regions:
             services = [self.home, *self._others.values()]
         return [service.pass_broker for service in services]
 
-    def close(self) -> None:
-        """Stops looking for regions (the search stops after the region it is looking at)."""
+    def close(self, seconds: float) -> None:
+        """Each region's long polls answer now and its move tasks stop after their chunk under
+        way; the search for regions stops after the region it is looking at. Waits up to
+        `seconds` for the tasks and the search (see draining.py)."""
+        deadline = time.monotonic() + seconds
         self._stop.set()
+        with self._lock:
+            services = [self.home, *self._others.values()]
+        for service in services:
+            service.polls.close()
+        for service in services:
+            service.tasks.close(max(0.0, deadline - time.monotonic()))
+        if self._finder is not None:
+            self._finder.join(max(0.0, deadline - time.monotonic()))
 
     def _find(self) -> None:
         """Opens each AWS region whose root has a registry (natively: a look that creates

@@ -1,50 +1,41 @@
 """The SQS endpoint: an HTTP server on one warm Spark session that answers SQS's API.
 
-Each connection runs on its own thread (so concurrent clients share the group committer's
-commits; `transport.Listener` caps how many, and a connection idle for the read timeout is
-closed); each request on it is checked (framing, headers, the signature, or without keys that no
+Each connection runs on its own thread (handler.py; so concurrent clients share the group
+committer's commits; `transport.Listener` caps how many, and a connection idle for the read
+timeout is closed); each request on it is checked (framing, headers, the signature, or without keys that no
 web page sent it; see `transport.py` and `auth.py`), decoded from either protocol, handed to its
 action and answered in the protocol it came in. A waiting ReceiveMessage parks on a
-condition (see `longpoll.py`), it never spins.
+condition (see `longpoll.py`), it never spins. Closing answers the requests under way before
+it returns (see `draining.py`).
 """
 
 from __future__ import annotations
 
 import logging
-import select
-import socket
-import ssl
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from email.errors import MissingHeaderBodySeparatorDefect
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..broker import Broker
 from ..errors import InvalidParameterValue, QueueError
 from ..limits import (
+    ENDPOINT_CLOSE_WAIT_SECONDS,
     ENDPOINT_MAX_CONNECTIONS,
     ENDPOINT_READ_TIMEOUT_SECONDS,
     REDRIVE_EVERY_SECONDS,
 )
 from . import messages, queues, wire
-from .auth import AccessKeys, check_credentials, check_signature, signed_region
+from .auth import AccessKeys, check_signature, signed_region
+from .draining import InFlight
 from .faults import SqsFault, fault_of
+from .handler import Handler, undo_all
 from .naming import DEFAULT_ACCOUNT, DEFAULT_REGION, Naming
 from .regions import Regions
 from .service import Request
-from .transport import (
-    LOOPBACK_NAMES,
-    Headers,
-    Listener,
-    body_length,
-    check_local,
-    tls_context,
-)
+from .transport import LOOPBACK_NAMES, Headers, Listener, check_local, tls_context
 from .upkeep import RedrivePasses
 
 log = logging.getLogger(__name__)
@@ -124,7 +115,7 @@ class SqsEndpoint:
         self.read_timeout = read_timeout
         self._http = Listener(
             (host, port),
-            _Handler,
+            Handler,
             max_connections=max_connections,
             tls=self.tls,
             overloaded=_overloaded(),
@@ -132,6 +123,7 @@ class SqsEndpoint:
         self._http.endpoint = self  # type: ignore[attr-defined]
         self.port: int = self._http.server_address[1]
         self._thread: threading.Thread | None = None
+        self.in_flight = InFlight()
         self.sqs = sqs
         self.console = self._console() if console else None
 
@@ -160,11 +152,19 @@ class SqsEndpoint:
         return self
 
     def close(self) -> None:
-        self.regions.close()
+        """Stops serving, once the requests under way are answered (see draining.py): from now
+        on a request is answered 503 (SDKs retry it), long polls answer at once, move tasks and
+        the redrive job stop after the step under way."""
+        self.in_flight.close()
+        self.regions.close(ENDPOINT_CLOSE_WAIT_SECONDS)
         self.redrive.stop()
         if self._thread is not None:
             self._http.shutdown()
             self._thread.join()
+        if not self.in_flight.drain(ENDPOINT_CLOSE_WAIT_SECONDS):
+            log.warning(
+                "closing with requests still under way after %.0f s", ENDPOINT_CLOSE_WAIT_SECONDS
+            )
         self._http.server_close()
 
     def __enter__(self) -> SqsEndpoint:
@@ -216,7 +216,7 @@ class SqsEndpoint:
         except Exception:
             log.exception("request %s failed", request_id)
             if undo:  # the action's work reaches the client in no answer
-                _undo(undo)
+                undo_all(undo)
                 undo.clear()
             fault = SqsFault("InternalError", "the server failed on this request; see its log")
             return self._fault(fault, protocol, request_id)
@@ -231,155 +231,6 @@ class SqsEndpoint:
         return fault.kind.status, {**headers, "x-amzn-RequestId": request_id}, data
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as SDKs expect
-    server_version = "sparkqueue"
-
-    def setup(self) -> None:
-        # Every read and write of the connection gives up after this long without progress: a
-        # client idle between requests, or stalled within one, is closed. Work on an answer (a
-        # long poll's wait) touches no socket, so it is not bounded by it.
-        self.timeout = self.server.endpoint.read_timeout  # type: ignore[attr-defined]
-        super().setup()
-        # The head and the body of an answer are two writes: without this, the body waits for the
-        # client's delayed ACK of the head (Nagle), 40 ms on every request.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def handle(self) -> None:
-        if isinstance(self.connection, ssl.SSLSocket):
-            try:  # here, on this connection's thread and within its timeout (see Listener)
-                self.connection.do_handshake()
-            except (OSError, ssl.SSLError) as error:
-                log.debug("TLS handshake with %s failed: %s", self.client_address, error)
-                return
-        super().handle()
-
-    def do_POST(self) -> None:
-        self._serve()
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def _serve(self) -> None:
-        endpoint: SqsEndpoint = self.server.endpoint  # type: ignore[attr-defined]
-        # The one map of this request's headers: framing, signature, protocol and action read it.
-        headers = Headers.of(self.headers.items(), defects=_cut_short(self.headers.defects))
-        if endpoint.console is not None and endpoint.console.serves(self.path):
-            self._serve_console(endpoint.console, headers)
-            return
-        if not endpoint.sqs:
-            self.close_connection = True
-            self._reply(
-                404, {"Content-Type": "text/plain", "Connection": "close"}, b"see /console/"
-            )
-            return
-        try:
-            size = body_length(self.command, headers)
-            if endpoint.keys:  # no body is taken in for a client without a key
-                region = endpoint.region
-                check_credentials(endpoint.keys, headers, datetime.now(UTC), region)
-        except SqsFault as fault:
-            status, answer, data = endpoint._fault(fault, headers.protocol, str(uuid.uuid4()))
-            self.close_connection = True  # the unread body must not be taken for a request
-            self._reply(status, {**answer, "Connection": "close"}, data)
-            return
-        body = self._read_body(size)
-        if len(body) < size:  # the client closed the connection within the body
-            self.close_connection = True
-            return
-        undelivered: list[Callable[[], None]] = []
-        status, answer, data = endpoint.answer(
-            self.command, self.path, headers, body, connected=self._connected,
-            undelivered=undelivered,
-        )  # fmt: skip
-        if undelivered and not self._connected():  # gone while its answer was made
-            self.close_connection = True
-            _undo(undelivered)
-            return
-        try:
-            self._reply(status, answer, data)
-        except OSError:
-            self.close_connection = True
-            _undo(undelivered)
-            raise
-
-    def _connected(self) -> bool:
-        """Whether the client still waits for its answer: a connection it closed reads as its
-        end at once (its next request, sent early, reads as data). Peeks at the socket itself,
-        under TLS too: the bytes are not consumed."""
-        try:
-            probe = select.poll()  # not select.select: it refuses descriptors past 1023
-            probe.register(self.connection, select.POLLIN)
-            if not probe.poll(0):
-                return True
-            return bool(socket.socket.recv(self.connection, 1, socket.MSG_PEEK))
-        except ConnectionResetError:
-            return False
-        except OSError:  # cannot tell: as before this probe, the answer is written
-            return True
-
-    def _serve_console(self, console: Any, headers: Headers) -> None:
-        """A console page or form: its own sign-in and CSRF checks, not SigV4 (console/app.py);
-        as for SQS requests, one refused from its head is answered with its body unread."""
-        try:
-            size = body_length(self.command, headers)
-        except SqsFault as fault:
-            refused = 400, {"Content-Type": "text/plain"}, fault.message.encode()
-        else:
-            refused = console.refusal(self.command, self.path, headers)
-        if refused is not None:
-            status, answer, data = refused
-            self.close_connection = True  # the unread body must not be taken for a request
-            self._reply(status, {**answer, "Connection": "close"}, data)
-            return
-        body = self._read_body(size)
-        if len(body) < size:
-            self.close_connection = True
-            return
-        self._reply(*console.answer(self.command, self.path, headers, body))
-
-    def _read_body(self, size: int) -> bytes:
-        """The body, within one read timeout for all of it (a client sending a byte now and then
-        would otherwise hold its connection for as long as it likes); shorter if the client
-        closed within it, TimeoutError (http.server closes the connection) past the deadline."""
-        deadline = time.monotonic() + self.timeout
-        chunks, left = [], size
-        try:
-            while left:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError("the request body took longer than the read timeout")
-                self.connection.settimeout(remaining)
-                chunk = self.rfile.read1(min(left, 1 << 16))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
-        finally:
-            self.connection.settimeout(self.timeout)
-        return b"".join(chunks)
-
-    def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s " + format, self.address_string(), *args)
-
-
-def _undo(undelivered: list[Callable[[], None]]) -> None:
-    """Undoes what an answer that never reached its client did (a receive's claim)."""
-    for undo in undelivered:
-        try:
-            undo()
-        except Exception:  # the messages come back when their visibility timeout ends
-            log.exception("could not undo the work of an undelivered answer")
-
-
 def _overloaded() -> bytes:
     """The whole answer to a connection beyond the cap, written before its request is read: a
     503 in the query protocol's XML (every SDK retries a 503, whatever its body)."""
@@ -390,10 +241,3 @@ def _overloaded() -> bytes:
         f"HTTP/1.1 503 Service Unavailable\r\n{head}Content-Length: {len(data)}\r\n"
         "Connection: close\r\n\r\n"
     ).encode() + data
-
-
-def _cut_short(defects: list[Exception]) -> bool:
-    """Whether http.server's parser met a line in the head it could not read as a field (such as
-    `X-Amz-Target : ...`): it then drops that line and every one after it. (Other defects it
-    notes are about a MIME body, which an HTTP head does not have.)"""
-    return any(isinstance(defect, MissingHeaderBodySeparatorDefect) for defect in defects)

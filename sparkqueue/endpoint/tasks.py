@@ -38,6 +38,7 @@ class MoveTasks:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tasks: list[MoveTask] = []
+        self._threads: list[threading.Thread] = []
 
     def start(
         self,
@@ -61,8 +62,21 @@ class MoveTasks:
                 started_ms=int(time.time() * 1000),
             )
             self._tasks.append(task)
-        threading.Thread(target=self._run, args=(task, source), daemon=True).start()
+            thread = threading.Thread(target=self._run, args=(task, source), daemon=True)
+            self._threads = [each for each in self._threads if each.is_alive()] + [thread]
+        thread.start()
         return task
+
+    def close(self, seconds: float) -> None:
+        """Cancels the running tasks and waits up to `seconds` for their chunks under way (each
+        crash-safe; the endpoint closes, and its process may end: see draining.py)."""
+        deadline = time.monotonic() + seconds
+        with self._lock:
+            for task in self._tasks:
+                task.stop.set()
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def listed(self, source: str, max_results: int | None) -> list[MoveTask]:
         """The source's tasks, newest first."""

@@ -13,11 +13,12 @@ whose remaining timeout fell below `min_visibility_share` of it is not handed ou
 (visible again at once); a crashed process's buffered and unflushed messages come back when their
 timeouts end; and an acknowledgement's outcome is known only when it is flushed (`flush()` and
 `close()` report it). Leaving the `with` block, `close()`, SIGINT and SIGTERM flush what is queued
-and release what was never handed out.
+and release what was never handed out; so does the interpreter's exit, for a client never closed.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import signal
@@ -104,6 +105,7 @@ class BufferedQueue:
         self._previous_handlers: dict[int, object] = {}
         for thread in self._threads:
             thread.start()
+        atexit.register(self._close_at_exit)
 
     # -- receiving ----------------------------------------------------------------------------------
 
@@ -282,7 +284,16 @@ class BufferedQueue:
         """Stops, releases the messages never handed out and flushes; returns the last outcomes."""
         return self._close(join_seconds=None)
 
+    def _close_at_exit(self) -> None:
+        """A client its program never closed: its threads are daemons, which would end wherever
+        the interpreter's exit found them (inside delta-rs, that kills the process), and its
+        queued deletes would never be made. So the exit closes it, as `close()` does."""
+        failed = self.close().failed
+        if failed:
+            log.warning("buffered client of %r, closed at exit: %s", self.name, failed)
+
     def _close(self, join_seconds: float | None) -> BatchResult:
+        atexit.unregister(self._close_at_exit)
         with self._changed:
             self._closed.set()
             self._changed.notify_all()

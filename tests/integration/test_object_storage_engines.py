@@ -90,24 +90,24 @@ def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in
         assert commits_touching(broker.storage, location, latest - 3, latest, "shard", every) == 3
         assert commits_touching(broker.storage, location, latest - 3, latest, "shard", ["99"]) == 0
 
-        # Spark's compaction on S3 waits while another process holds the table's compaction
-        # lease (delta-rs would commit a compaction read beside Spark's from one version too).
-        import time
+        # Spark's compaction on S3 (upkeep's, services/tidy.py, as the redrive pass runs it) waits
+        # while another process holds the table's compaction lease (delta-rs would commit a
+        # compaction read beside Spark's from one version too).
         from datetime import UTC, datetime
-        from sparkqueue.services.redrive import Redrive
-        from sparkqueue.services.settings import RedriveSettings, UpkeepSettings
+        from sparkqueue.engine.conditions import all_shards
+        from sparkqueue.services.settings import UpkeepSettings
+        from sparkqueue.services.tidy import tidy_table
         def compactions():
             history = broker.context.native.open(location).history()
             return sum(entry["operation"] == "OPTIMIZE" for entry in history)
-        settings = RedriveSettings(defaults=UpkeepSettings(upkeep_every_seconds=1))
-        Redrive(broker.context, settings).run(["jobs"])  # the first pass notes the time
-        time.sleep(1.1)  # the upkeep cadence's second
-        with broker.context.native.compacting(location, lambda: datetime.now(UTC)) as held:
+        def lease(path):
+            return broker.context.native.compacting(path, lambda: datetime.now(UTC))
+        shards = all_shards(broker.context.record("jobs").attributes)
+        with lease(location) as held:
             assert held is not None
-            assert Redrive(broker.context, settings).run(["jobs"]).queues["jobs"].upkeep
+            tidy_table(broker.context.bulk, location, UpkeepSettings(), shards, lease=lease)
         assert compactions() == 0
-        time.sleep(1.1)
-        assert Redrive(broker.context, settings).run(["jobs"]).queues["jobs"].upkeep
+        tidy_table(broker.context.bulk, location, UpkeepSettings(), shards, lease=lease)
         assert compactions() > 0
 
         # The "sparkqueue" format on S3: its Python workers reach the queue natively, with the

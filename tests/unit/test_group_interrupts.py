@@ -1,19 +1,24 @@
 """A caller of the group committer interrupted by Ctrl-C (a real SIGINT to the main thread) at
 each point it can be: waiting, lingering as leader, in a round it leads. The interrupt ends the
-main thread's wait only; the committer keeps serving everyone, and nobody waits for a leader
-that is gone (no JVM)."""
+main thread's wait only; the committer keeps serving everyone, nobody waits for a leader that is
+gone, and a process that ends on the interrupt ends after the round (no JVM)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from sparkqueue.engine.rounds.committer import GroupCommitter
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -187,3 +192,28 @@ def test_ctrl_c_while_waiting_to_hold_a_table_alone_leaves_the_lock_usable(tmp_p
     later.start()
     later.join(timeout=5)
     assert not later.is_alive()  # before the fix it waited forever for the lone holder
+
+
+def test_a_process_ended_by_ctrl_c_in_a_round_ends_after_the_round(tmp_path):
+    """The main thread's part is played on a thread of its own, which the interpreter's exit
+    waits for: it was a daemon (and Python 3.11's join(), once interrupted, marks the thread it
+    waited for as stopped), so the process ended in the middle of the round."""
+    out = tmp_path / "round"
+    script = (
+        "import os, signal, sys, time\n"
+        "from sparkqueue.engine.rounds.committer import GroupCommitter\n"
+        "def run(ops):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"  # Ctrl-C while the round runs
+        "    time.sleep(0.5)\n"
+        "    open(sys.argv[1], 'w').write('whole')\n"
+        "    return ops\n"
+        "GroupCommitter().submit(1, run)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(out)],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == -signal.SIGINT, done.stderr  # ended by the interrupt
+    assert "KeyboardInterrupt" in done.stderr
+    assert out.read_text() == "whole"  # but after its round

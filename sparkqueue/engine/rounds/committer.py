@@ -87,16 +87,24 @@ class GroupCommitter(Generic[Op, Out]):
         if threading.current_thread() is not threading.main_thread():
             return self._submit(op, run)
         box: dict[str, Any] = {}
+        played = threading.Event()
 
         def play() -> None:
             try:
                 box["outcome"] = self._submit(op, run)
             except BaseException as error:  # handed to the waiting main thread
                 box["error"] = error
+            finally:
+                played.set()
 
-        player = threading.Thread(target=play, name="sparkqueue-commit", daemon=True)
+        # Not a daemon, and not waited for with join(): the interpreter's exit must wait for a
+        # part still being played. A daemon thread still inside delta-rs then is ended by
+        # CPython (before 3.14) with pthread_exit, whose unwinding through Rust frames kills
+        # the process with SIGSEGV; and Python 3.11's join(), interrupted by Ctrl-C, marks the
+        # thread it waited for as stopped though it runs on, so the exit would not wait.
+        player = threading.Thread(target=play, name="sparkqueue-commit", daemon=False)
         player.start()
-        player.join()  # interruptible: a signal ends this wait, never the part played
+        played.wait()  # interruptible: a signal ends this wait, never the part played
         if "error" in box:
             raise box["error"]
         return box["outcome"]
