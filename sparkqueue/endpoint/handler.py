@@ -14,16 +14,47 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from email.errors import MissingHeaderBodySeparatorDefect
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .auth import check_credentials
+from . import wire
+from .auth import AccessKeys, check_credentials
+from .draining import InFlight
 from .faults import SqsFault
 from .transport import Headers, body_length
 
-if TYPE_CHECKING:
-    from .server import SqsEndpoint
-
 log = logging.getLogger(__name__)
+
+Answer = tuple[int, dict[str, str], bytes]  # status, headers, body
+
+
+class Endpoint(Protocol):
+    """What a connection asks of its endpoint (server.SqsEndpoint)."""
+
+    console: Any
+    sqs: bool
+    keys: AccessKeys
+    region: str | None
+    read_timeout: float
+    in_flight: InFlight
+
+    def answer(
+        self,
+        method: str,
+        target: str,
+        headers: Headers,
+        body: bytes,
+        *,
+        connected: Callable[[], bool],
+        undelivered: list[Callable[[], None]] | None,
+    ) -> Answer: ...
+
+
+def fault_answer(fault: SqsFault, protocol: str, request_id: str) -> Answer:
+    """The answer to a request refused or failed with `fault`, in the request's protocol."""
+    headers, data = wire.encode_fault(fault, protocol, request_id)
+    if fault.kind.name == "MethodNotAllowed":
+        headers = {**headers, "Allow": "POST"}
+    return fault.kind.status, {**headers, "x-amzn-RequestId": request_id}, data
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -56,7 +87,7 @@ class Handler(BaseHTTPRequestHandler):
         self._serve()
 
     def _serve(self) -> None:
-        endpoint: SqsEndpoint = self.server.endpoint  # type: ignore[attr-defined]
+        endpoint: Endpoint = self.server.endpoint  # type: ignore[attr-defined]
         # The one map of this request's headers: framing, signature, protocol and action read it.
         headers = Headers.of(self.headers.items(), defects=_cut_short(self.headers.defects))
         with endpoint.in_flight.admitted() as admitted:  # the endpoint closing waits for it
@@ -64,11 +95,11 @@ class Handler(BaseHTTPRequestHandler):
                 self._answer(endpoint, headers)
                 return
         fault = SqsFault("ServiceUnavailable", "the endpoint is shutting down")
-        status, answer, data = endpoint._fault(fault, headers.protocol, str(uuid.uuid4()))
+        status, answer, data = fault_answer(fault, headers.protocol, str(uuid.uuid4()))
         self.close_connection = True  # its body unread
         self._reply(status, {**answer, "Connection": "close"}, data)
 
-    def _answer(self, endpoint: SqsEndpoint, headers: Headers) -> None:
+    def _answer(self, endpoint: Endpoint, headers: Headers) -> None:
         if endpoint.console is not None and endpoint.console.serves(self.path):
             self._serve_console(endpoint.console, headers)
             return
@@ -84,7 +115,7 @@ class Handler(BaseHTTPRequestHandler):
                 region = endpoint.region
                 check_credentials(endpoint.keys, headers, datetime.now(UTC), region)
         except SqsFault as fault:
-            status, answer, data = endpoint._fault(fault, headers.protocol, str(uuid.uuid4()))
+            status, answer, data = fault_answer(fault, headers.protocol, str(uuid.uuid4()))
             self.close_connection = True  # the unread body must not be taken for a request
             self._reply(status, {**answer, "Connection": "close"}, data)
             return

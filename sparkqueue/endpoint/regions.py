@@ -97,8 +97,8 @@ class Regions:
         way; the search for regions stops after the region it is looking at. Waits up to
         `seconds` for the tasks and the search (see draining.py)."""
         deadline = time.monotonic() + seconds
-        self._stop.set()
-        with self._lock:
+        with self._lock:  # a region opened from now on is closed as it opens (`_open`)
+            self._stop.set()
             services = [self.home, *self._others.values()]
         for service in services:
             service.polls.close()
@@ -147,4 +147,8 @@ class Regions:
             found = Service(home.broker.on_root(root), naming, open_spark=spark)
             with self._lock:
                 self._others[region] = found
+                closed = self._stop.is_set()
+            if closed:  # opened for a request taken in before `close`, which missed it
+                found.polls.close()
+                found.tasks.close(0)
             return found

@@ -31,7 +31,7 @@ from . import messages, queues, wire
 from .auth import AccessKeys, check_signature, signed_region
 from .draining import InFlight
 from .faults import SqsFault, fault_of
-from .handler import Handler, undo_all
+from .handler import Answer, Handler, fault_answer, undo_all
 from .naming import DEFAULT_ACCOUNT, DEFAULT_REGION, Naming
 from .regions import Regions
 from .service import Request
@@ -161,10 +161,10 @@ class SqsEndpoint:
         if self._thread is not None:
             self._http.shutdown()
             self._thread.join()
-        if not self.in_flight.drain(ENDPOINT_CLOSE_WAIT_SECONDS):
-            log.warning(
-                "closing with requests still under way after %.0f s", ENDPOINT_CLOSE_WAIT_SECONDS
-            )
+        # A request taken in may still be reading its body (for up to the read timeout), then work.
+        waited = self.read_timeout + ENDPOINT_CLOSE_WAIT_SECONDS
+        if not self.in_flight.drain(waited):
+            log.warning("closing with requests still under way after %.0f s", waited)
         self._http.server_close()
 
     def __enter__(self) -> SqsEndpoint:
@@ -182,7 +182,7 @@ class SqsEndpoint:
         *,
         connected: Callable[[], bool] = lambda: True,
         undelivered: list[Callable[[], None]] | None = None,
-    ) -> tuple[int, dict[str, str], bytes]:
+    ) -> Answer:
         """Status, headers and body answering one request (never raises). `headers` is the one
         map of the request's headers that every check and the dispatch read; `connected` says
         whether the client still waits, and the action adds to `undelivered` what undoes its
@@ -210,25 +210,16 @@ class SqsEndpoint:
             content_type, data = wire.encode_result(call, result, request_id)
             return 200, {"Content-Type": content_type, "x-amzn-RequestId": request_id}, data
         except SqsFault as fault:
-            return self._fault(fault, protocol, request_id)
+            return fault_answer(fault, protocol, request_id)
         except QueueError as error:  # opening a region: its root's name is not the client's
-            return self._fault(self.service.private(fault_of(error)), protocol, request_id)
+            return fault_answer(self.service.private(fault_of(error)), protocol, request_id)
         except Exception:
             log.exception("request %s failed", request_id)
             if undo:  # the action's work reaches the client in no answer
                 undo_all(undo)
                 undo.clear()
             fault = SqsFault("InternalError", "the server failed on this request; see its log")
-            return self._fault(fault, protocol, request_id)
-
-    @staticmethod
-    def _fault(
-        fault: SqsFault, protocol: str, request_id: str
-    ) -> tuple[int, dict[str, str], bytes]:
-        headers, data = wire.encode_fault(fault, protocol, request_id)
-        if fault.kind.name == "MethodNotAllowed":
-            headers = {**headers, "Allow": "POST"}
-        return fault.kind.status, {**headers, "x-amzn-RequestId": request_id}, data
+            return fault_answer(fault, protocol, request_id)
 
 
 def _overloaded() -> bytes:

@@ -39,6 +39,7 @@ class MoveTasks:
         self._lock = threading.Lock()
         self._tasks: list[MoveTask] = []
         self._threads: list[threading.Thread] = []
+        self._closed = False
 
     def start(
         self,
@@ -49,6 +50,8 @@ class MoveTasks:
         """Starts moving `source`'s messages on a thread of the task's own (through the broker
         that serves `source`: Service.find)."""
         with self._lock:
+            if self._closed:
+                raise SqsFault("ServiceUnavailable", "the endpoint is shutting down")
             if any(t.source == source.name and t.status == "RUNNING" for t in self._tasks):
                 raise SqsFault(
                     "UnsupportedOperation", f"a move task from {source.name!r} is running already"
@@ -64,7 +67,7 @@ class MoveTasks:
             self._tasks.append(task)
             thread = threading.Thread(target=self._run, args=(task, source), daemon=True)
             self._threads = [each for each in self._threads if each.is_alive()] + [thread]
-        thread.start()
+            thread.start()  # under the lock: `close` joins only threads started
         return task
 
     def close(self, seconds: float) -> None:
@@ -72,6 +75,7 @@ class MoveTasks:
         crash-safe; the endpoint closes, and its process may end: see draining.py)."""
         deadline = time.monotonic() + seconds
         with self._lock:
+            self._closed = True  # and no task starts after
             for task in self._tasks:
                 task.stop.set()
             threads = list(self._threads)

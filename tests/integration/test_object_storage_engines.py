@@ -90,24 +90,21 @@ def test_a_spark_session_broker_on_s3_serves_messages_natively_and_dataframes_in
         assert commits_touching(broker.storage, location, latest - 3, latest, "shard", every) == 3
         assert commits_touching(broker.storage, location, latest - 3, latest, "shard", ["99"]) == 0
 
-        # Spark's compaction on S3 (upkeep's, services/tidy.py, as the redrive pass runs it) waits
+        # Spark's compaction on S3 (the redrive pass's upkeep, through the pass's own lease) waits
         # while another process holds the table's compaction lease (delta-rs would commit a
         # compaction read beside Spark's from one version too).
         from datetime import UTC, datetime
-        from sparkqueue.engine.conditions import all_shards
+        from sparkqueue.services.redrive import Redrive
         from sparkqueue.services.settings import UpkeepSettings
-        from sparkqueue.services.tidy import tidy_table
         def compactions():
             history = broker.context.native.open(location).history()
             return sum(entry["operation"] == "OPTIMIZE" for entry in history)
-        def lease(path):
-            return broker.context.native.compacting(path, lambda: datetime.now(UTC))
-        shards = all_shards(broker.context.record("jobs").attributes)
-        with lease(location) as held:
+        keep_up, record = Redrive(broker.context)._keep_up, broker.context.record("jobs")
+        with broker.context.native.compacting(location, lambda: datetime.now(UTC)) as held:
             assert held is not None
-            tidy_table(broker.context.bulk, location, UpkeepSettings(), shards, lease=lease)
+            keep_up(record, UpkeepSettings(), datetime.now(UTC))
         assert compactions() == 0
-        tidy_table(broker.context.bulk, location, UpkeepSettings(), shards, lease=lease)
+        keep_up(record, UpkeepSettings(), datetime.now(UTC))
         assert compactions() > 0
 
         # The "sparkqueue" format on S3: its Python workers reach the queue natively, with the

@@ -71,6 +71,21 @@ def test_a_rate_limited_task_can_be_cancelled_between_chunks():
     assert fault.value.kind.name == "ResourceNotFoundException"
 
 
+def test_closing_cancels_the_running_tasks_waits_for_their_chunk_and_starts_no_more():
+    """The endpoint closes (and its process may end): no task thread may still be moving."""
+    tasks, source = MoveTasks(), DeadLetters(100)
+    task = tasks.start(source, "back", 10)
+    assert source.moving.wait(5)
+    tasks.close(5)
+    assert task.status == "CANCELLED" and task.moved == sum(source.chunks) < 100  # chunks whole
+    chunks = len(source.chunks)
+    time.sleep(0.2)
+    assert len(source.chunks) == chunks  # and no more
+    with pytest.raises(SqsFault) as fault:
+        tasks.start(DeadLetters(5), None, None)
+    assert fault.value.kind.name == "ServiceUnavailable"
+
+
 def test_a_failed_task_says_why():
     tasks = MoveTasks()
     tasks.start(DeadLetters(5, fail=True), None, None)

@@ -51,7 +51,10 @@ def test_ctrl_c_on_a_sending_process_ends_it_cleanly_and_loses_no_send(tmp_path)
     told: list[str] = []
     for after in ("0.6", "0.9", "1.2", "1.5"):
         done = run_script(script, broker.root, after)
-        assert done.returncode == -signal.SIGINT, (done.returncode, done.stderr[-2000:])
+        # Ended by the interrupt: Python's exit re-raises SIGINT, or exits with 1 when code ran
+        # through PyRun after the interrupt (the round finishing in delta-rs may, through PyO3)
+        ended = done.returncode in (-signal.SIGINT, 1) and "KeyboardInterrupt" in done.stderr
+        assert ended, (done.returncode, done.stderr[-2000:])
         told += [each for line in done.stdout.splitlines() for each in json.loads(line)]
     location = broker.context.record("sends").location
     stored = DeltaTable(location).to_pyarrow_table(columns=["message_id"])["message_id"]
@@ -87,7 +90,7 @@ def test_serve_stopped_under_load_answers_what_it_took_in_and_ends_cleanly(tmp_p
     nothing) before the process ends, with 0 (it died with SIGSEGV in 2 of 4 such runs: request
     threads are daemons, and one inside delta-rs was unwound). Every send answered is in the
     queue or was deleted by an answered delete, and no answered delete left its message."""
-    for run in range(3):
+    for run in range(2):
         root = tmp_path / f"root{run}"
         server = subprocess.Popen(
             [str(Path(sys.executable).with_name("sparkqueue")), "serve", "--root", str(root),
@@ -97,9 +100,7 @@ def test_serve_stopped_under_load_answers_what_it_took_in_and_ends_cleanly(tmp_p
                  "PYTHONPATH": str(REPO)},
         )  # fmt: skip
         try:
-            url = re.search(r"serving SQS on (http://[0-9.:]+)/", server.stdout.readline())
-            assert url is not None
-            outcome = _load_then_stop(server, url.group(1))
+            outcome = _load_then_stop(server, _url(server))
         finally:
             server.kill()
             server.wait()
@@ -116,9 +117,9 @@ def _load_then_stop(server: subprocess.Popen, url: str) -> dict[str, object]:
     import boto3
     from botocore.config import Config
 
-    def client():
+    def client():  # a session each: boto3's default one is not safe for threads
         config = Config(retries={"max_attempts": 0}, read_timeout=60)
-        return boto3.client(
+        return boto3.session.Session().client(
             "sqs", endpoint_url=url, region_name="us-east-1", config=config,
             aws_access_key_id="local", aws_secret_access_key="local",
         )  # fmt: skip
@@ -142,15 +143,17 @@ def _load_then_stop(server: subprocess.Popen, url: str) -> dict[str, object]:
             except Exception:  # refused or cut off as the server stops: not told, not counted
                 return
 
+    poller = client()
+
     def long_poll() -> None:
         try:
-            got = client().receive_message(QueueUrl=empty, WaitTimeSeconds=20)
+            got = poller.receive_message(QueueUrl=empty, WaitTimeSeconds=20)
             polled.append(got.get("Messages", []))
         except Exception as error:
             polled.append(repr(error))
 
-    threads = [threading.Thread(target=loop) for _ in range(8)]
-    threads.append(threading.Thread(target=long_poll))
+    threads = [threading.Thread(target=long_poll)]  # first: under way before the stop
+    threads += [threading.Thread(target=loop) for _ in range(8)]
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + 60
@@ -163,6 +166,15 @@ def _load_then_stop(server: subprocess.Popen, url: str) -> dict[str, object]:
         thread.join(timeout=60)
     return {"exit": code, "long_poll": polled[0] if polled else None, "sent": sent,
             "deleted": deleted}  # fmt: skip
+
+
+def _url(server: subprocess.Popen) -> str:
+    """The endpoint's URL, from the line that says it serves."""
+    for line in server.stdout:  # type: ignore[union-attr]
+        found = re.search(r"serving SQS on (http://[0-9.:]+)/", line)
+        if found is not None:
+            return found.group(1)
+    raise AssertionError(f"serve ended with {server.wait()} before it served")
 
 
 def _message_ids(root: Path, name: str) -> list[str]:

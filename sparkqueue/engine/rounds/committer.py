@@ -103,7 +103,10 @@ class GroupCommitter(Generic[Op, Out]):
         # the process with SIGSEGV; and Python 3.11's join(), interrupted by Ctrl-C, marks the
         # thread it waited for as stopped though it runs on, so the exit would not wait.
         player = threading.Thread(target=play, name="sparkqueue-commit", daemon=False)
-        player.start()
+        try:
+            player.start()
+        except RuntimeError:  # no new thread while the interpreter ends (3.12+: in atexit hooks)
+            return self._submit(op, run)
         played.wait()  # interruptible: a signal ends this wait, never the part played
         if "error" in box:
             raise box["error"]
