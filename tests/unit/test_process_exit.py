@@ -44,6 +44,8 @@ def test_ctrl_c_on_a_sending_process_ends_it_cleanly_and_loses_no_send(tmp_path)
         "import json, os, signal, sys, threading\n"
         "from sparkqueue import Broker\n"
         "queue = Broker(None, sys.argv[1]).get_queue('sends')\n"
+        # Python's own handler, though the parent ignored SIGINT (as a shell's background job does)
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "threading.Timer(float(sys.argv[2]), os.kill, (os.getpid(), signal.SIGINT)).start()\n"
         "while True:\n"
         "    print(json.dumps(queue.send_batch(['x' * 1000] * 10)), flush=True)\n"
