@@ -36,17 +36,7 @@ class Endpoint(Protocol):
     region: str | None
     read_timeout: float
     in_flight: InFlight
-
-    def answer(
-        self,
-        method: str,
-        target: str,
-        headers: Headers,
-        body: bytes,
-        *,
-        connected: Callable[[], bool],
-        undelivered: list[Callable[[], None]] | None,
-    ) -> Answer: ...
+    answer: Callable[..., Answer]  # SqsEndpoint.answer: the request's answer, never raising
 
 
 def fault_answer(fault: SqsFault, protocol: str, request_id: str) -> Answer:
