@@ -135,7 +135,7 @@ def move_back(service: Service, form: Form, name: str) -> Done:
     if _one(form, "all"):
         try:
             service.tasks.start(queue, None, None)
-        except SqsFault as fault:  # one is running already
+        except SqsFault as fault:  # one is running already, or the endpoint is closing
             raise UnsupportedOperation(fault.message) from None
         return Done(f"started moving the messages of {name} back", ("queues", name, "dead-letters"))
     ids = [_one(form, "one")] if _one(form, "one") else form.get("message_id", [])

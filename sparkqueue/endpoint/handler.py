@@ -36,7 +36,10 @@ class Endpoint(Protocol):
     region: str | None
     read_timeout: float
     in_flight: InFlight
-    answer: Callable[..., Answer]  # SqsEndpoint.answer: the request's answer, never raising
+
+    @property
+    def answer(self) -> Callable[..., Answer]:
+        """SqsEndpoint.answer: the request's answer, never raising."""
 
 
 def fault_answer(fault: SqsFault, protocol: str, request_id: str) -> Answer:

@@ -16,7 +16,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..broker import Broker
@@ -31,7 +31,7 @@ from . import messages, queues, wire
 from .auth import AccessKeys, check_signature, signed_region
 from .draining import InFlight
 from .faults import SqsFault, fault_of
-from .handler import Answer, Handler, fault_answer, undo_all
+from .handler import Answer, Endpoint, Handler, fault_answer, undo_all
 from .naming import DEFAULT_ACCOUNT, DEFAULT_REGION, Naming
 from .regions import Regions
 from .service import Request
@@ -232,3 +232,9 @@ def _overloaded() -> bytes:
         f"HTTP/1.1 503 Service Unavailable\r\n{head}Content-Length: {len(data)}\r\n"
         "Connection: close\r\n\r\n"
     ).encode() + data
+
+
+if TYPE_CHECKING:  # what a connection asks of its endpoint, the endpoint has
+
+    def _serves(endpoint: SqsEndpoint) -> Endpoint:
+        return endpoint

@@ -49,6 +49,7 @@ class MoveTasks:
     ) -> MoveTask:
         """Starts moving `source`'s messages on a thread of the task's own (through the broker
         that serves `source`: Service.find)."""
+        to_move = source.stats().visible  # storage I/O: not under the lock `close` takes
         with self._lock:
             if self._closed:
                 raise SqsFault("ServiceUnavailable", "the endpoint is shutting down")
@@ -61,13 +62,16 @@ class MoveTasks:
                 source=source.name,
                 destination=destination,
                 rate=rate,
-                to_move=source.stats().visible,
+                to_move=to_move,
                 started_ms=int(time.time() * 1000),
             )
-            self._tasks.append(task)
             thread = threading.Thread(target=self._run, args=(task, source), daemon=True)
+            try:
+                thread.start()  # under the lock: `close` joins only threads that started
+            except RuntimeError:  # no thread to be had: no task either
+                raise SqsFault("ServiceUnavailable", "no thread is free to move messages") from None
+            self._tasks.append(task)
             self._threads = [each for each in self._threads if each.is_alive()] + [thread]
-            thread.start()  # under the lock: `close` joins only threads started
         return task
 
     def close(self, seconds: float) -> None:

@@ -31,6 +31,7 @@ from types import FrameType, TracebackType
 
 from ..engine.context import QueueContext
 from ..engine.rounds import operations as rounds
+from ..engine.rounds.committer import parts_played_inline
 from ..errors import EmptyBatchRequest, InvalidParameterValue, QueueError
 from ..limits import (
     LONG_POLL_INTERVAL_SECONDS,
@@ -288,7 +289,8 @@ class BufferedQueue:
         """A client its program never closed: its threads are daemons, which would end wherever
         the interpreter's exit found them (inside delta-rs, that kills the process), and its
         queued deletes would never be made. So the exit closes it, as `close()` does."""
-        failed = self.close().failed
+        with parts_played_inline():
+            failed = self.close().failed
         if failed:
             log.warning("buffered client of %r, closed at exit: %s", self.name, failed)
 

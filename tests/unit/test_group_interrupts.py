@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkqueue.engine.rounds.committer import GroupCommitter
+from sparkqueue.engine.rounds.committer import GroupCommitter, parts_played_inline
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -217,3 +217,24 @@ def test_a_process_ended_by_ctrl_c_in_a_round_ends_after_the_round(tmp_path):
     assert done.returncode == -signal.SIGINT, done.stderr  # ended by the interrupt
     assert "KeyboardInterrupt" in done.stderr
     assert out.read_text() == "whole"  # but after its round
+
+
+def test_the_main_thread_plays_its_part_itself_where_no_thread_may_start(monkeypatch):
+    """At the interpreter's exit (an atexit hook) a thread started is waited for by nobody, and
+    from Python 3.12 none starts: the part is played on the main thread instead."""
+    committer: GroupCommitter[int, int] = GroupCommitter()
+    players: list[str] = []
+
+    def run(ops: list[int]) -> list[int]:
+        players.append(threading.current_thread().name)
+        return times_ten(ops)
+
+    with parts_played_inline():
+        assert committer.submit(1, run) == 10
+
+    def refused(self: threading.Thread) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    assert committer.submit(2, run) == 20
+    assert players == ["MainThread", "MainThread"]

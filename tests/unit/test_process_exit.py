@@ -55,8 +55,9 @@ def test_ctrl_c_on_a_sending_process_ends_it_cleanly_and_loses_no_send(tmp_path)
         done = run_script(script, broker.root, after)
         # Ended by the interrupt: Python's exit re-raises SIGINT, or exits with 1 when code ran
         # through PyRun after the interrupt (the round finishing in delta-rs may, through PyO3)
-        ended = done.returncode in (-signal.SIGINT, 1) and "KeyboardInterrupt" in done.stderr
-        assert ended, (done.returncode, done.stderr[-2000:])
+        last = done.stderr.strip().splitlines()[-1:]
+        ended = done.returncode in (-signal.SIGINT, 1) and last == ["KeyboardInterrupt"]
+        assert ended and "panicked" not in done.stderr, (done.returncode, done.stderr[-2000:])
         told += [each for line in done.stdout.splitlines() for each in json.loads(line)]
     location = broker.context.record("sends").location
     stored = DeltaTable(location).to_pyarrow_table(columns=["message_id"])["message_id"]
@@ -145,7 +146,8 @@ def _load_then_stop(server: subprocess.Popen, url: str) -> dict[str, object]:
             except Exception:  # refused or cut off as the server stops: not told, not counted
                 return
 
-    poller = client()
+    poller, polling = client(), threading.Event()
+    poller.meta.events.register("before-send.sqs.ReceiveMessage", lambda **_: polling.set())
 
     def long_poll() -> None:
         try:
@@ -156,7 +158,9 @@ def _load_then_stop(server: subprocess.Popen, url: str) -> dict[str, object]:
 
     threads = [threading.Thread(target=long_poll)]  # first: under way before the stop
     threads += [threading.Thread(target=loop) for _ in range(8)]
-    for thread in threads:
+    threads[0].start()
+    assert polling.wait(30)
+    for thread in threads[1:]:
         thread.start()
     deadline = time.monotonic() + 60
     while len(sent) < 40 and time.monotonic() < deadline:
@@ -174,7 +178,8 @@ def _url(server: subprocess.Popen) -> str:
     """The endpoint's URL, from the line that says it serves."""
     for line in server.stdout:  # type: ignore[union-attr]
         found = re.search(r"serving SQS on (http://[0-9.:]+)/", line)
-        if found is not None:
+        if found is not None:  # the rest is read away, so that the server never blocks on it
+            threading.Thread(target=server.stdout.read, daemon=True).start()  # type: ignore[union-attr]
             return found.group(1)
     raise AssertionError(f"serve ended with {server.wait()} before it served")
 

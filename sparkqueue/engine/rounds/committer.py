@@ -21,9 +21,11 @@ This module knows nothing of Spark: a round is whatever `run` does with the oper
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -84,7 +86,7 @@ class GroupCommitter(Generic[Op, Out]):
         the wait alone. No round is left half-finished and no lead half-handed-over, and the
         interrupted operation still runs; later callers never wait for a leader that is gone.
         """
-        if threading.current_thread() is not threading.main_thread():
+        if threading.current_thread() is not threading.main_thread() or _INLINE.get():
             return self._submit(op, run)
         box: dict[str, Any] = {}
         played = threading.Event()
@@ -170,6 +172,21 @@ class GroupCommitter(Generic[Op, Out]):
                 nxt.woken.set()
             else:
                 self._leading = False
+
+
+_INLINE = contextvars.ContextVar("sparkqueue_parts_inline", default=False)
+
+
+@contextmanager
+def parts_played_inline() -> Iterator[None]:
+    """The main thread plays its own parts in the block, as other threads do: for work at the
+    interpreter's exit (an atexit hook), after Python has joined its threads, where a thread
+    started then would be waited for by nobody (and, from Python 3.12, cannot start)."""
+    token = _INLINE.set(True)
+    try:
+        yield
+    finally:
+        _INLINE.reset(token)
 
 
 class CommitGroups:
