@@ -127,6 +127,26 @@ def test_a_post_without_a_length_or_with_a_chunked_body_is_refused_unread(local)
     assert broker.calls == [] and broker.queues == ["orders"]
 
 
+def test_a_closing_endpoint_refuses_requests_503_in_their_own_protocol_unread(local):
+    """Once the endpoint closes (draining.py), a request is answered 503 ServiceUnavailable, which
+    SDKs retry, with its body unread and the connection closed; JSON with lower-case names and
+    the query protocol alike, and nothing reaches the broker."""
+    broker, endpoint = local
+    where = address(endpoint)
+    host = f"127.0.0.1:{where[1]}"
+    endpoint.in_flight.close()
+    lowered = [(name.lower(), value) for name, value in sdk_fields(host, "DeleteQueue")]
+    body = f'{{"QueueUrl": "{endpoint.url}/000000000000/orders"}}'.encode()
+    answer = send(where, "POST", "/", lowered, body)
+    assert (answer.status, answer.code, answer.closed) == (503, "ServiceUnavailable", True)
+    assert b"shutting down" in answer.body and answer.headers["content-type"].startswith(JSON)
+    form = [("Host", host), ("Content-Type", FORM)]
+    answer = send(where, "POST", "/", form, b"Action=ListQueues&Version=2012-11-05")
+    assert (answer.status, answer.code, answer.closed) == (503, "ServiceUnavailable", True)
+    assert answer.body.startswith(b"<?xml") or b"<ErrorResponse" in answer.body
+    assert broker.calls == [] and broker.queues == ["orders"]
+
+
 def wait_closed(sock: socket.socket, within: float) -> float:
     """Seconds until the server closed `sock` (which sent what it had); fails after `within`."""
     started = time.monotonic()
