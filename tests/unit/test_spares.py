@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from sparkqueue import Broker
 from sparkqueue.attributes import QueueAttributes
+from sparkqueue.engine.messages import claim
 from sparkqueue.engine.messages.spares import SpareCandidates, spare_room
 from sparkqueue.engine.rounds import standard
 from sparkqueue.engine.rounds.requests import Ask
@@ -41,6 +42,26 @@ def test_later_receives_take_the_spares_oldest_first_without_a_read(broker, monk
     assert got == sent[1:] and reads == []  # four claims, not one read
     assert queue.receive(1) == []
     assert queue.stats().in_flight == 5
+
+
+def test_a_read_whose_shard_is_empty_keeps_spares_from_the_others(broker, monkeypatch):
+    queue = broker.create_queue("sparse", shards=8)
+    sent = sorted(queue.send_batch([f"m{i}" for i in range(20)]))  # one small send: one shard
+    tables, location = queue._ctx.tables, queue._ctx.record(queue.name).location
+    [held] = {row.shard for row in tables.select(location, ["shard"])}
+    # every read starts at a shard without messages: the others' read must bring the spares
+    monkeypatch.setattr(claim.random, "randrange", lambda shards: (held + 1) % shards)
+
+    selects = []
+    select = tables.select
+    monkeypatch.setattr(tables, "select", lambda *a, **k: selects.append(a) or select(*a, **k))
+    reading = []
+    for _ in range(20):
+        before = len(selects)
+        [message] = queue.receive(1)
+        reading.append(message.message_id if len(selects) > before else None)
+    assert reading == [sent[0]] + [None] * 9 + [sent[10]] + [None] * 9  # one read in ten
+    assert queue.receive(1) == []
 
 
 def test_spares_taken_by_another_broker_send_the_receive_to_the_table(broker, tmp_path, clock):

@@ -191,10 +191,12 @@ def _from_shards(
     rank: Expr | None,
     room: int,
 ) -> list[Row]:
-    """`wanted` of `rows`: one random shard's first, up to `room` of them (spares beyond
-    `wanted`), then the others' up to `wanted` (see `candidates`), the oldest first (after
-    `rank` when given) or on a deep queue as the shard holds them; then whether the queue is
-    deep is looked at again."""
+    """`wanted` of `rows`, up to `room` (spares beyond `wanted`): one random shard's first,
+    then, when it holds fewer than `wanted`, the others' (see `candidates`), the oldest first
+    (after `rank` when given) or on a deep queue as the shard holds them; then whether the
+    queue is deep is looked at again. The others' read fills the room too: a queue whose few
+    messages sit in some shards (a small send is one shard's file) would otherwise read the
+    table twice for every receive whose random shard is empty, and keep no spares."""
     attrs, tables, location = record.attributes, ctx.tables_for(record), record.location
     first = random.randrange(attrs.shards)
     in_first, others = rows & (col("shard") == first), rows & (col("shard") != first)
@@ -204,7 +206,7 @@ def _from_shards(
     found = tables.select(location, COLLECTED, in_first, order_by=order, limit=room, at=at)
     from_first = len(found)
     if from_first < wanted and attrs.shards > 1:
-        rest = wanted - from_first
+        rest = room - from_first
         found += tables.select(location, COLLECTED, others, order_by=order, limit=rest, at=at)
     if deep and from_first < wanted:
         depths.mark(location, False)
