@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from datetime import timedelta
+from types import SimpleNamespace
 
 from sparkqueue import Broker
 from sparkqueue.attributes import QueueAttributes
@@ -50,7 +51,7 @@ def test_a_read_whose_shard_is_empty_keeps_spares_from_the_others(broker, monkey
     tables, location = queue._ctx.tables, queue._ctx.record(queue.name).location
     [held] = {row.shard for row in tables.select(location, ["shard"])}
     # every read starts at a shard without messages: the others' read must bring the spares
-    monkeypatch.setattr(claim.random, "randrange", lambda shards: (held + 1) % shards)
+    monkeypatch.setattr(claim, "random", SimpleNamespace(randrange=lambda n: (held + 1) % n))
 
     selects = []
     select = tables.select
@@ -60,7 +61,9 @@ def test_a_read_whose_shard_is_empty_keeps_spares_from_the_others(broker, monkey
         before = len(selects)
         [message] = queue.receive(1)
         reading.append(message.message_id if len(selects) > before else None)
-    assert reading == [sent[0]] + [None] * 9 + [sent[10]] + [None] * 9  # one read in ten
+    per_read = spare_room(1, queue._ctx.record(queue.name).attributes)  # ten: one read in ten
+    gap = [None] * (per_read - 1)  # receives that claimed spares
+    assert per_read == 10 and reading == [sent[0], *gap, sent[per_read], *gap]
     assert queue.receive(1) == []
 
 

@@ -128,11 +128,12 @@ def count_tenants(
 def candidates(ctx: QueueContext, record: QueueRecord, now: datetime, wanted: int) -> list[Row]:
     """Visible messages to try, oldest first: those of one random shard, topped up from the
     others when it holds too few; while some tenant is noisy, quiet tenants' first, read so too
-    (rules/fairness.py). Receivers of different brokers then rarely collide (callers of one
-    broker share rounds and never do), and a read touches one shard's files: on object storage
-    every file is a request (a shallow queue filled by `send_df` holds two per shard). Otherwise
-    the read takes more of its shard than wanted, and the broker keeps the rest for its next
-    receives, which take them instead of reading (spares.py).
+    (rules/fairness.py). Receivers of different brokers then rarely collide while their shards
+    hold enough (callers of one broker share rounds and never do), and a read touches one
+    shard's files: on object storage every file is a request (a shallow queue filled by
+    `send_df` holds two per shard). Otherwise the read takes more than wanted, of its shard and
+    of the others' when they top it up, and the broker keeps the rest for its next receives,
+    which take them instead of reading (spares.py).
 
     On a shallow queue the shard's oldest rows are read. On a deep one (one shard held
     DEEP_SHARD_ROWS more than wanted at the broker's last look: `QueueContext.depths`) the read
