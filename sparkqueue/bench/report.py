@@ -167,6 +167,9 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
     def waits(run: dict[str, Any], kind: str) -> str:
         return f"{run[kind]['p50_s']:.2f} / {run[kind]['p99_s']:.2f} s"
 
+    def settled(run: dict[str, Any]) -> str:
+        return f"{run['quiet_settled']['p99_s']:.2f}"
+
     alone, on, off = fair["quiet_alone"], fair["noisy_fair"], fair["noisy_unfair"]
     return [
         ("fair: quiet tenants' wait p50 / p99, alone", waits(alone, "quiet"), "(measured)"),
@@ -174,6 +177,14 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
             "fair: quiet p50 / p99 beside a noisy tenant",
             f"{waits(on, 'quiet')} ({fair['quiet_p99_ratio_fair']:.1f}x alone)",
             "p99 <= 2x alone",
+        ),
+        (
+            f"fair: quiet p99 alone / beside a noisy tenant, sent after {fair['settled_s']:.0f} s",
+            f"{settled(alone)} / {settled(on)} s"
+            f" ({fair['quiet_settled_p99_ratio_fair']:.1f}x alone); through the endpoint"
+            f" {settled(fair['endpoint_quiet_alone'])} / {settled(fair['endpoint_noisy_fair'])} s"
+            f" ({fair['endpoint_quiet_settled_p99_ratio_fair']:.1f}x)",
+            "(measured)",
         ),
         (
             "unfair: quiet p50 / p99 beside a noisy tenant",
