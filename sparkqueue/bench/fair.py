@@ -119,7 +119,8 @@ def fair_run(
     client: Callable[[Queue], Tenancy] = straight,
 ) -> dict[str, Any]:
     """One run: each tenant's producer and the consumers for `seconds`, each thread with a
-    `client` of its own; each tenant kind's waits (seconds from send to receive), p50 and p99."""
+    `client` of its own; each tenant kind's waits (seconds from send to receive), p50 and p99,
+    and the quiet tenants' for the messages sent after SETTLED_SECONDS (`quiet_settled`)."""
     queue = broker.create_queue(name, visibility_timeout=3_600)
     names = [f"quiet{i}" for i in range(tenants)] + (["noisy"] if noisy else [])
     waits: dict[str, list[tuple[float, float]]] = {tenant: [] for tenant in names}  # wait, sent
@@ -169,6 +170,15 @@ def fair_run(
         figures["noisy"] = _waits([wait for wait, _ in waits["noisy"]])
     figures["backlog_left"] = queue.stats().visible
     return figures
+
+
+def _settled_ratio(beside: dict[str, Any], alone: dict[str, Any]) -> float | None:
+    """The quiet tenants' settled p99 beside the noisy one against alone; None when either run
+    received no message sent that late (a run of SETTLED_SECONDS or less)."""
+    late, base = beside["quiet_settled"], alone["quiet_settled"]
+    if not late["received"] or not base["received"]:
+        return None
+    return late["p99_s"] / max(base["p99_s"], 1e-9)
 
 
 def _waits(values: list[float]) -> dict[str, float]:
@@ -237,7 +247,6 @@ def fair(
     with_fairness = run("fair-noisy", noisy=True, fair=True)
     without = run("fair-noisy-unfair", noisy=True, fair=False)
     base = max(alone["quiet"]["p99_s"], 1e-9)
-    settled = max(alone["quiet_settled"]["p99_s"], 1e-9)
     over = over_endpoint(broker, seconds, consumers, tenants, work_ms)
     # One tenant against no groups, in the order A B B A: the machine's drift over the four
     # runs (and whatever the fair runs before them left behind) falls on both alike.
@@ -257,7 +266,7 @@ def fair(
         "quiet_p99_ratio_fair": with_fairness["quiet"]["p99_s"] / base,
         "quiet_p99_ratio_unfair": without["quiet"]["p99_s"] / base,
         "settled_s": SETTLED_SECONDS,
-        "quiet_settled_p99_ratio_fair": with_fairness["quiet_settled"]["p99_s"] / settled,
+        "quiet_settled_p99_ratio_fair": _settled_ratio(with_fairness, alone),
         "single_tenant_per_s": statistics.fmean(r["per_s"] for r in solo),
         "ungrouped_per_s": statistics.fmean(r["per_s"] for r in ungrouped),
         "single_tenant_ran_dry": any(r["ran_dry"] for r in solo),
@@ -289,11 +298,10 @@ def over_endpoint(
 
         alone, beside = run("fair-alone-sqs", noisy=False), run("fair-noisy-sqs", noisy=True)
     base = max(alone["quiet"]["p99_s"], 1e-9)
-    settled = max(alone["quiet_settled"]["p99_s"], 1e-9)
     return {
         "endpoint_capacity_per_s": taken,
         "endpoint_quiet_alone": alone,
         "endpoint_noisy_fair": beside,
         "endpoint_quiet_p99_ratio_fair": beside["quiet"]["p99_s"] / base,
-        "endpoint_quiet_settled_p99_ratio_fair": beside["quiet_settled"]["p99_s"] / settled,
+        "endpoint_quiet_settled_p99_ratio_fair": _settled_ratio(beside, alone),
     }

@@ -167,8 +167,11 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
     def waits(run: dict[str, Any], kind: str) -> str:
         return f"{run[kind]['p50_s']:.2f} / {run[kind]['p99_s']:.2f} s"
 
-    def settled(run: dict[str, Any]) -> str:
-        return f"{run['quiet_settled']['p99_s']:.2f}"
+    def settled(alone: dict[str, Any], beside: dict[str, Any], ratio: float | None) -> str:
+        if ratio is None:
+            return "n/a (no message sent that late)"
+        late = alone["quiet_settled"]["p99_s"], beside["quiet_settled"]["p99_s"]
+        return f"{late[0]:.2f} / {late[1]:.2f} s ({ratio:.1f}x alone)"
 
     alone, on, off = fair["quiet_alone"], fair["noisy_fair"], fair["noisy_unfair"]
     return [
@@ -180,10 +183,12 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
         ),
         (
             f"fair: quiet p99 alone / beside a noisy tenant, sent after {fair['settled_s']:.0f} s",
-            f"{settled(alone)} / {settled(on)} s"
-            f" ({fair['quiet_settled_p99_ratio_fair']:.1f}x alone); through the endpoint"
-            f" {settled(fair['endpoint_quiet_alone'])} / {settled(fair['endpoint_noisy_fair'])} s"
-            f" ({fair['endpoint_quiet_settled_p99_ratio_fair']:.1f}x)",
+            f"{settled(alone, on, fair['quiet_settled_p99_ratio_fair'])}; through the endpoint "
+            + settled(
+                fair["endpoint_quiet_alone"],
+                fair["endpoint_noisy_fair"],
+                fair["endpoint_quiet_settled_p99_ratio_fair"],
+            ),
             "(measured)",
         ),
         (
