@@ -79,6 +79,9 @@ IN_FLIGHT_RECOUNT_SHARE = 0.8  # recount every time once the estimate is this cl
 # How long a broker trusts its count of each tenant's in-flight messages (which tenants are noisy)
 # before a receive counts again: one grouped count a second at most, whatever the receive rate.
 TENANT_RECOUNT_SECONDS = 1.0
+# ... and this soon while the queue's backlog grew since the count before and nobody was judged
+# noisy: a tenant that starts to flood is judged once it has a backlog, within a count or so.
+TENANT_SOON_SECONDS = 0.25
 # A count due while the last is more recent than this runs beside the receives (tenants.py).
 TENANT_STALE_SECONDS = 5.0
 # A receive looks for quiet tenants' messages among those sent since this long before the count

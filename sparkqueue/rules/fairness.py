@@ -104,6 +104,10 @@ class TenantView:
     # (a tenant alone, or one whose consumers keep up, costs nothing more).
     contended: bool = False
     shares: tuple[tuple[str, float], ...] = ()  # each tenant's recent share (see `judge`)
+    backlog: int = 0  # the messages visible at the count
+    # Whether the backlog grew since the count before while nobody was noisy: a tenant may be
+    # starting to flood, and the next count comes sooner (engine/messages/tenants.py).
+    growing: bool = False
 
     def quiet(self) -> Expr:
         """A message of a quiet tenant (not in a noisy group; one without a group is quiet)."""

@@ -15,7 +15,7 @@ import pytest
 from sparkqueue import Broker, Queue
 from sparkqueue.endpoint import SqsEndpoint
 from sparkqueue.engine.messages import claim, tenants
-from sparkqueue.limits import RECENT_SECONDS
+from sparkqueue.limits import RECENT_SECONDS, TENANT_SOON_SECONDS
 from sparkqueue.rules.fairness import TenantView, judge
 from tests.raw_http import sqs_client
 from tests.unit.endpoint_stub import KEYS
@@ -244,6 +244,47 @@ def test_a_count_beside_the_receives_that_fails_leaves_the_last_view(views):
         assert time.monotonic() < deadline
         failed.wait(0.01)
     assert views.last("t")[0] is second
+
+
+def test_a_count_whose_backlog_grew_with_nobody_noisy_comes_again_sooner(views, monkeypatch):
+    """A tenant that starts to flood is judged once it has a backlog at a count: while the
+    backlog grows and nobody is noisy, the next count is due after TENANT_SOON_SECONDS, not a
+    whole second (the counts here by the caller, in order)."""
+    views, now = views
+    monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 0.0)
+    growing, settled = TenantView(growing=True), TenantView()
+
+    def count(view: TenantView) -> TenantView:
+        views.saw_groups("t")  # a read met a group since: a count is wanted when due
+        return views.of("t", lambda *last: view)
+
+    assert count(growing) is growing
+    now[0] = TENANT_SOON_SECONDS / 2
+    assert count(settled) is growing  # not due yet
+    now[0] = TENANT_SOON_SECONDS
+    assert count(settled) is settled  # due sooner
+    now[0] += TENANT_SOON_SECONDS
+    assert count(growing) is settled  # a settled view waits its whole second
+    now[0] = TENANT_SOON_SECONDS + 1.0
+    assert count(growing) is growing
+
+
+def test_a_count_marks_a_growing_backlog_while_nobody_is_noisy(broker):
+    queue = broker.create_queue("work", visibility_timeout=600)
+    send(queue, "a", 3)
+    send(queue, "b", 3)
+    ctx = queue._ctx
+    record, now = ctx.record("work"), ctx.now()
+    first = claim.count_tenants(ctx, record, now, TenantView(), None)
+    assert (first.noisy, first.backlog, first.growing) == ((), 6, True)  # a first count: soon
+    same = claim.count_tenants(ctx, record, now, first, TENANT_SOON_SECONDS)
+    assert (same.backlog, same.growing) == (6, False)  # no more than before
+    send(queue, "a", 60)
+    assert claim.count_tenants(ctx, record, now, same, TENANT_SOON_SECONDS).growing
+    queue.receive(10)
+    assert len(queue.receive(30)) == 30  # a: over 30 in flight, most of them, and a backlog
+    loud = claim.count_tenants(ctx, record, now, same, TENANT_SOON_SECONDS)
+    assert loud.noisy == ("a",) and not loud.growing  # judged: the usual second
 
 
 def test_threads_on_a_fair_queue_take_every_message_once(broker):

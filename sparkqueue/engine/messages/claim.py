@@ -115,6 +115,7 @@ def count_tenants(
     )
     noisy, shares = judge(*tenant_counts(groups), before, elapsed)
     quiet = [row for group, row in groups.items() if group not in noisy]
+    backlog = sum(row["visible"] for row in groups.values())
     recent = first_id_at(to_micros(now - QUIET_LOOKBACK))
     return TenantView(
         noisy,
@@ -122,6 +123,8 @@ def count_tenants(
         contended=any(row["in_flight"] or row["visible"] for row in quiet)
         and any(groups[group]["visible"] for group in noisy),
         shares=tuple(sorted(shares.items())),
+        backlog=backlog,
+        growing=not noisy and len(groups) > 1 and (elapsed is None or backlog > before.backlog),
     )
 
 

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ...limits import TENANT_RECOUNT_SECONDS, TENANT_STALE_SECONDS
+from ...limits import TENANT_RECOUNT_SECONDS, TENANT_SOON_SECONDS, TENANT_STALE_SECONDS
 from ...rules.fairness import TenantView
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,8 @@ class TenantViews:
         with self._lock:
             view, counted_at = self._views.get(location, (TenantView(), None))
             elapsed = None if counted_at is None else self._clock() - counted_at
-            due = elapsed is None or elapsed >= TENANT_RECOUNT_SECONDS
+            every = TENANT_SOON_SECONDS if view.growing else TENANT_RECOUNT_SECONDS
+            due = elapsed is None or elapsed >= every
             wanted = bool(view.noisy) or location in self._grouped
             if not due or not wanted or location in self._counting:
                 return view
