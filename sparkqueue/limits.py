@@ -77,10 +77,11 @@ LONG_POLL_INTERVAL_SECONDS = 0.25
 IN_FLIGHT_RECOUNT_SECONDS = 30.0  # SQS's in-flight figure is approximate too
 IN_FLIGHT_RECOUNT_SHARE = 0.8  # recount every time once the estimate is this close to the limit
 # How long a broker trusts its count of each tenant's in-flight messages (which tenants are noisy)
-# before a receive counts again: one grouped count a second at most, whatever the receive rate.
+# before a receive counts again: one grouped count a second, whatever the receive rate...
 TENANT_RECOUNT_SECONDS = 1.0
-# ... and this soon while the queue's backlog grew since the count before and nobody was judged
-# noisy: a tenant that starts to flood is judged once it has a backlog, within a count or so.
+# ... or this soon after the first count, and after one that found a tenant holding more than a
+# busy share of the backlog with nobody judged noisy (rules/fairness.py `suspect`): a tenant that
+# starts to flood is judged within a count or two of its backlog forming.
 TENANT_SOON_SECONDS = 0.25
 # A count due while the last is more recent than this runs beside the receives (tenants.py).
 TENANT_STALE_SECONDS = 5.0

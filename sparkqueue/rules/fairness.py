@@ -65,10 +65,7 @@ def judge(
     groups = {g for g in (*in_flight, *backlog, *earlier) if g is not None}
     shares: dict[str, float] = {}
     noisy = []
-    # Tenants with messages now; each message without a group is a tenant of its own.
-    tenants = sum(1 for g in groups if in_flight.get(g, 0) or backlog.get(g, 0))
-    tenants += in_flight.get(None, 0) + backlog.get(None, 0)
-    busy = max(NOISY_SHARE, NOISY_EVEN_SHARES / max(tenants, 1))
+    busy = busy_share(in_flight, backlog)
     # The backlog of a tenant not held back, on average (another noisy tenant's, however long,
     # does not raise it): a tenant held back stays so while its own backlog is longer.
     quiet = [g for g in groups if g not in before.noisy and (in_flight.get(g) or backlog.get(g))]
@@ -90,6 +87,28 @@ def judge(
     return tuple(group for *_, group in sorted(noisy)), shares
 
 
+def busy_share(in_flight: Counts, backlog: Counts) -> float:
+    """The share above which a tenant is busy: NOISY_SHARE, or NOISY_EVEN_SHARES even shares
+    among the tenants with messages now (each message without a group a tenant of its own)."""
+    tenants = sum(
+        1 for g in {*in_flight, *backlog} if g is not None and (in_flight.get(g) or backlog.get(g))
+    )
+    tenants += in_flight.get(None, 0) + backlog.get(None, 0)
+    return max(NOISY_SHARE, NOISY_EVEN_SHARES / max(tenants, 1))
+
+
+def suspect(in_flight: Counts, backlog: Counts, noisy: tuple[str, ...]) -> bool:
+    """Whether a tenant holds more than a busy share of the visible backlog while nobody is
+    judged noisy: one may be starting to flood, before its share of the consumers' time shows
+    it, and the next count should come soon. Tenants with even backlogs, however long, are not
+    suspect."""
+    waiting = sum(backlog.values())
+    if noisy or not waiting:
+        return False
+    busy = busy_share(in_flight, backlog)
+    return any(group is not None and count > busy * waiting for group, count in backlog.items())
+
+
 @dataclass(frozen=True)
 class TenantView:
     """What a receive knows of a queue's tenants at the last count: the noisy ones (the least
@@ -104,10 +123,9 @@ class TenantView:
     # (a tenant alone, or one whose consumers keep up, costs nothing more).
     contended: bool = False
     shares: tuple[tuple[str, float], ...] = ()  # each tenant's recent share (see `judge`)
-    backlog: int = 0  # the messages visible at the count
-    # Whether the backlog grew since the count before while nobody was noisy: a tenant may be
-    # starting to flood, and the next count comes sooner (engine/messages/tenants.py).
-    growing: bool = False
+    # Whether the next count should come soon: the first count, or a tenant `suspect` (a tenant
+    # may be starting to flood: engine/messages/tenants.py).
+    soon: bool = False
 
     def quiet(self) -> Expr:
         """A message of a quiet tenant (not in a noisy group; one without a group is quiet)."""

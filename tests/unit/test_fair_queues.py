@@ -16,7 +16,7 @@ from sparkqueue import Broker, Queue
 from sparkqueue.endpoint import SqsEndpoint
 from sparkqueue.engine.messages import claim, tenants
 from sparkqueue.limits import RECENT_SECONDS, TENANT_SOON_SECONDS
-from sparkqueue.rules.fairness import TenantView, judge
+from sparkqueue.rules.fairness import TenantView, judge, suspect
 from tests.raw_http import sqs_client
 from tests.unit.endpoint_stub import KEYS
 
@@ -26,6 +26,7 @@ def count_at_every_receive(monkeypatch):
     """A broker counts its tenants at most once a second, beside its receives; here at every
     receive, by the receive itself, so that each test sees what its last step did."""
     monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 0.0)
+    monkeypatch.setattr(tenants, "TENANT_SOON_SECONDS", 0.0)
     monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 0.0)
 
 
@@ -194,6 +195,7 @@ def views(monkeypatch) -> tuple[tenants.TenantViews, list[float]]:
     """A queue's views as a broker keeps them (counted beside the receives once there is a
     recent count), on a clock of the test's (`now[0]`), the queue's messages carrying groups."""
     monkeypatch.setattr(tenants, "TENANT_RECOUNT_SECONDS", 1.0)
+    monkeypatch.setattr(tenants, "TENANT_SOON_SECONDS", TENANT_SOON_SECONDS)
     monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 5.0)
     now = [0.0]
     kept = tenants.TenantViews(clock=lambda: now[0])
@@ -246,13 +248,13 @@ def test_a_count_beside_the_receives_that_fails_leaves_the_last_view(views):
     assert views.last("t")[0] is second
 
 
-def test_a_count_whose_backlog_grew_with_nobody_noisy_comes_again_sooner(views, monkeypatch):
-    """A tenant that starts to flood is judged once it has a backlog at a count: while the
-    backlog grows and nobody is noisy, the next count is due after TENANT_SOON_SECONDS, not a
-    whole second (the counts here by the caller, in order)."""
+def test_a_count_that_suspects_a_flood_comes_again_sooner(views, monkeypatch):
+    """A tenant that starts to flood is judged once it has a backlog at a count: after a view
+    marked `soon`, the next count is due after TENANT_SOON_SECONDS, not a whole second (the
+    counts here by the caller, in order)."""
     views, now = views
     monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 0.0)
-    growing, settled = TenantView(growing=True), TenantView()
+    growing, settled = TenantView(soon=True), TenantView()
 
     def count(view: TenantView) -> TenantView:
         views.saw_groups("t")  # a read met a group since: a count is wanted when due
@@ -269,22 +271,38 @@ def test_a_count_whose_backlog_grew_with_nobody_noisy_comes_again_sooner(views, 
     assert count(growing) is growing
 
 
-def test_a_count_marks_a_growing_backlog_while_nobody_is_noisy(broker):
+@pytest.mark.parametrize(
+    ("in_flight", "backlog", "noisy", "suspected"),
+    [
+        ({}, {"a": 8, "b": 1, "c": 1}, (), True),  # a holds more than a busy share (1.5 / 3)
+        ({}, {g: 50 for g in "abcdefghij"}, (), False),  # even backlogs, however long
+        ({}, {"a": 8, "b": 1, "c": 1}, ("a",), False),  # judged already: the usual second
+        ({"a": 5, "b": 5}, {}, (), False),  # no backlog: nothing to hold back
+        ({}, {"a": 1, None: 6}, (), False),  # six messages without a group: seven tenants
+    ],
+)
+def test_a_tenant_holding_a_busy_share_of_the_backlog_is_suspect(
+    in_flight, backlog, noisy, suspected
+):
+    assert suspect(in_flight, backlog, noisy) is suspected
+
+
+def test_a_count_comes_soon_after_the_first_and_while_a_tenant_is_suspect(broker):
     queue = broker.create_queue("work", visibility_timeout=600)
     send(queue, "a", 3)
     send(queue, "b", 3)
     ctx = queue._ctx
     record, now = ctx.record("work"), ctx.now()
     first = claim.count_tenants(ctx, record, now, TenantView(), None)
-    assert (first.noisy, first.backlog, first.growing) == ((), 6, True)  # a first count: soon
-    same = claim.count_tenants(ctx, record, now, first, TENANT_SOON_SECONDS)
-    assert (same.backlog, same.growing) == (6, False)  # no more than before
+    assert (first.noisy, first.soon) == ((), True)  # a first count: the next soon
+    even = claim.count_tenants(ctx, record, now, first, TENANT_SOON_SECONDS)
+    assert not even.soon  # even backlogs: the usual second
     send(queue, "a", 60)
-    assert claim.count_tenants(ctx, record, now, same, TENANT_SOON_SECONDS).growing
+    assert claim.count_tenants(ctx, record, now, even, TENANT_SOON_SECONDS).soon  # a: 63 of 66
     queue.receive(10)
     assert len(queue.receive(30)) == 30  # a: over 30 in flight, most of them, and a backlog
-    loud = claim.count_tenants(ctx, record, now, same, TENANT_SOON_SECONDS)
-    assert loud.noisy == ("a",) and not loud.growing  # judged: the usual second
+    loud = claim.count_tenants(ctx, record, now, even, TENANT_SOON_SECONDS)
+    assert loud.noisy == ("a",) and not loud.soon  # judged: the usual second
 
 
 def test_threads_on_a_fair_queue_take_every_message_once(broker):

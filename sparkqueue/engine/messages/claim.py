@@ -20,7 +20,7 @@ from ...model import Message
 from ...rules import handles
 from ...rules.deduplication import given_id
 from ...rules.expr import Call, Expr, any_of, coalesce, col, lit, null, when
-from ...rules.fairness import TenantView, judge, tenant_counts
+from ...rules.fairness import TenantView, judge, suspect, tenant_counts
 from ...rules.ids import first_id_at
 from ...store.registry import QueueRecord
 from ...store.statements import Row, Tables
@@ -113,9 +113,9 @@ def count_tenants(
         {"in_flight": in_flight(now), "visible": visible},
         {"oldest": when([(visible, col("message_id"))], null("string"))},
     )
-    noisy, shares = judge(*tenant_counts(groups), before, elapsed)
+    counts = tenant_counts(groups)
+    noisy, shares = judge(*counts, before, elapsed)
     quiet = [row for group, row in groups.items() if group not in noisy]
-    backlog = sum(row["visible"] for row in groups.values())
     recent = first_id_at(to_micros(now - QUIET_LOOKBACK))
     return TenantView(
         noisy,
@@ -123,8 +123,7 @@ def count_tenants(
         contended=any(row["in_flight"] or row["visible"] for row in quiet)
         and any(groups[group]["visible"] for group in noisy),
         shares=tuple(sorted(shares.items())),
-        backlog=backlog,
-        growing=not noisy and len(groups) > 1 and (elapsed is None or backlog > before.backlog),
+        soon=(elapsed is None and not noisy) or suspect(*counts, noisy),
     )
 
 

@@ -2,7 +2,8 @@
 
 Which tenants are noisy is counted (messages/claim.py's `count_tenants`: one grouped scan) at most
 every TENANT_RECOUNT_SECONDS per queue table and broker (`QueueContext.tenants`), whatever the
-receive rate, and only on a queue whose messages carry groups; a receive itself reads only the
+receive rate (every TENANT_SOON_SECONDS after the first count and while a tenant is `suspect`:
+rules/fairness.py), and only on a queue whose messages carry groups; a receive itself reads only the
 files it would read anyway plus the newest. A count that is due while the last one is still
 recent runs on a thread of its own, beside the receives: a receive round (which serves every
 caller of the broker at once) then never waits for a scan of the whole table, which grows with
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 class TenantViews:
     """Per queue table, the latest `TenantView`, counted again once it is older than
-    TENANT_RECOUNT_SECONDS by one caller while the others go on with the one they have; and
+    TENANT_RECOUNT_SECONDS (TENANT_SOON_SECONDS when the view says `soon`) by one caller while the others go on with the one they have; and
     only while there are tenants to count: a noisy one, or a message with a group that a read
     came across since the last count. A queue whose messages carry no group is never counted."""
 
@@ -58,7 +59,7 @@ class TenantViews:
         with self._lock:
             view, counted_at = self._views.get(location, (TenantView(), None))
             elapsed = None if counted_at is None else self._clock() - counted_at
-            every = TENANT_SOON_SECONDS if view.growing else TENANT_RECOUNT_SECONDS
+            every = TENANT_SOON_SECONDS if view.soon else TENANT_RECOUNT_SECONDS
             due = elapsed is None or elapsed >= every
             wanted = bool(view.noisy) or location in self._grouped
             if not due or not wanted or location in self._counting:
