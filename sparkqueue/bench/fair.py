@@ -42,8 +42,8 @@ from .window import during_window
 
 NOISY_TIMES = 10  # the noisy tenant's rate, in quiet tenants' rates
 TICK_SECONDS = 0.1  # a producer sends one batch per tick
-# A tenant is judged noisy once it has a backlog at a count (counts come a second or less apart): the waits
-# of messages sent after this many seconds of a run are its settled figures, apart from the start.
+# A tenant is judged noisy once it has a backlog at a count (a second or less apart): the waits of
+# messages sent after this many seconds of a run are its settled figures, apart from the start.
 SETTLED_SECONDS = 4.0
 
 

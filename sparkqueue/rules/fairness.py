@@ -98,15 +98,19 @@ def busy_share(in_flight: Counts, backlog: Counts) -> float:
 
 
 def suspect(in_flight: Counts, backlog: Counts, noisy: tuple[str, ...]) -> bool:
-    """Whether a tenant holds more than a busy share of the visible backlog while nobody is
-    judged noisy: one may be starting to flood, before its share of the consumers' time shows
-    it, and the next count should come soon. Tenants with even backlogs, however long, are not
-    suspect."""
+    """Whether a tenant holds more than a busy share of the visible backlog, and at least
+    SHARE_MIN_IN_FLIGHT messages of it, while nobody is judged noisy though `judge` could (as
+    many in flight in all): one may be starting to flood, before its share of the consumers'
+    time shows it, and the next count should come soon. Tenants with even backlogs, however
+    long, a few messages waiting, and a queue too idle to judge are not suspect."""
     waiting = sum(backlog.values())
-    if noisy or not waiting:
+    if noisy or sum(in_flight.values()) < SHARE_MIN_IN_FLIGHT:
         return False
     busy = busy_share(in_flight, backlog)
-    return any(group is not None and count > busy * waiting for group, count in backlog.items())
+    return any(
+        group is not None and count >= SHARE_MIN_IN_FLIGHT and count > busy * waiting
+        for group, count in backlog.items()
+    )
 
 
 @dataclass(frozen=True)

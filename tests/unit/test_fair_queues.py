@@ -254,31 +254,34 @@ def test_a_count_that_suspects_a_flood_comes_again_sooner(views, monkeypatch):
     counts here by the caller, in order)."""
     views, now = views
     monkeypatch.setattr(tenants, "TENANT_STALE_SECONDS", 0.0)
-    growing, settled = TenantView(soon=True), TenantView()
+    soon, settled = TenantView(soon=True), TenantView()
 
     def count(view: TenantView) -> TenantView:
         views.saw_groups("t")  # a read met a group since: a count is wanted when due
         return views.of("t", lambda *last: view)
 
-    assert count(growing) is growing
+    assert count(soon) is soon
     now[0] = TENANT_SOON_SECONDS / 2
-    assert count(settled) is growing  # not due yet
+    assert count(settled) is soon  # not due yet
     now[0] = TENANT_SOON_SECONDS
     assert count(settled) is settled  # due sooner
     now[0] += TENANT_SOON_SECONDS
-    assert count(growing) is settled  # a settled view waits its whole second
+    assert count(soon) is settled  # a settled view waits its whole second
     now[0] = TENANT_SOON_SECONDS + 1.0
-    assert count(growing) is growing
+    assert count(soon) is soon
 
 
 @pytest.mark.parametrize(
     ("in_flight", "backlog", "noisy", "suspected"),
     [
-        ({}, {"a": 8, "b": 1, "c": 1}, (), True),  # a holds more than a busy share (1.5 / 3)
-        ({}, {g: 50 for g in "abcdefghij"}, (), False),  # even backlogs, however long
-        ({}, {"a": 8, "b": 1, "c": 1}, ("a",), False),  # judged already: the usual second
+        ({"b": 10}, {"a": 80, "b": 10, "c": 10}, (), True),  # a: over a busy share (1.5 / 3)
+        ({"b": 10}, {g: 50 for g in "abcdefghij"}, (), False),  # even backlogs, however long
+        ({"b": 10}, {"a": 80, "b": 10, "c": 10}, ("a",), False),  # judged: the usual second
         ({"a": 5, "b": 5}, {}, (), False),  # no backlog: nothing to hold back
-        ({}, {"a": 1, None: 6}, (), False),  # six messages without a group: seven tenants
+        ({"b": 10}, {"a": 9, "b": 1}, (), False),  # a few messages waiting
+        ({"b": 9}, {"a": 80, "b": 10}, (), False),  # too few in flight for `judge` to act
+        ({"a": 10}, {"a": 100}, (), False),  # a tenant alone
+        ({"b": 10}, {"a": 10, None: 100}, (), False),  # a hundred without a group: tenants too
     ],
 )
 def test_a_tenant_holding_a_busy_share_of_the_backlog_is_suspect(
@@ -288,21 +291,24 @@ def test_a_tenant_holding_a_busy_share_of_the_backlog_is_suspect(
 
 
 def test_a_count_comes_soon_after_the_first_and_while_a_tenant_is_suspect(broker):
-    queue = broker.create_queue("work", visibility_timeout=600)
+    queue = broker.create_queue("work", visibility_timeout=600, shards=1)  # oldest first
     send(queue, "a", 3)
     send(queue, "b", 3)
     ctx = queue._ctx
     record, now = ctx.record("work"), ctx.now()
     first = claim.count_tenants(ctx, record, now, TenantView(), None)
     assert (first.noisy, first.soon) == ((), True)  # a first count: the next soon
+    send(queue, "b", 12)
+    send(queue, "a", 12)
+    assert len(queue.receive(10)) == 10  # in flight: a 3, b 7; waiting: a 12, b 8
     even = claim.count_tenants(ctx, record, now, first, TENANT_SOON_SECONDS)
-    assert not even.soon  # even backlogs: the usual second
-    send(queue, "a", 60)
-    assert claim.count_tenants(ctx, record, now, even, TENANT_SOON_SECONDS).soon  # a: 63 of 66
-    queue.receive(10)
-    assert len(queue.receive(30)) == 30  # a: over 30 in flight, most of them, and a backlog
-    loud = claim.count_tenants(ctx, record, now, even, TENANT_SOON_SECONDS)
-    assert loud.noisy == ("a",) and not loud.soon  # judged: the usual second
+    assert (even.noisy, even.soon) == ((), False)  # no busy share of the backlog: a second
+    send(queue, "a", 60)  # waiting: a 72 of 80
+    suspected = claim.count_tenants(ctx, record, now, even, TENANT_SOON_SECONDS)
+    assert (suspected.noisy, suspected.soon) == ((), True)
+    assert len(queue.receive(30)) + len(queue.receive(30)) == 60  # a: 55 of the 70 in flight
+    loud = claim.count_tenants(ctx, record, now, suspected, TENANT_SOON_SECONDS)
+    assert (loud.noisy, loud.soon) == (("a",), False)  # judged: the usual second
 
 
 def test_threads_on_a_fair_queue_take_every_message_once(broker):

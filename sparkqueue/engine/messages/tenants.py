@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 
 class TenantViews:
     """Per queue table, the latest `TenantView`, counted again once it is older than
-    TENANT_RECOUNT_SECONDS (TENANT_SOON_SECONDS when the view says `soon`) by one caller while the others go on with the one they have; and
+    TENANT_RECOUNT_SECONDS (TENANT_SOON_SECONDS when the view says `soon`) by one caller while
+    the others go on with the one they have; and
     only while there are tenants to count: a noisy one, or a message with a group that a read
     came across since the last count. A queue whose messages carry no group is never counted."""
 
