@@ -113,6 +113,12 @@ def suspect(in_flight: Counts, backlog: Counts, noisy: tuple[str, ...]) -> bool:
     )
 
 
+def counts_soon(in_flight: Counts, backlog: Counts, noisy: tuple[str, ...], first: bool) -> bool:
+    """Whether the next count should come soon: after a first count that judged nobody noisy
+    (nothing was known before it), and while a tenant is `suspect`."""
+    return (first and not noisy) or suspect(in_flight, backlog, noisy)
+
+
 @dataclass(frozen=True)
 class TenantView:
     """What a receive knows of a queue's tenants at the last count: the noisy ones (the least

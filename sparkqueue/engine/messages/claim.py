@@ -20,7 +20,7 @@ from ...model import Message
 from ...rules import handles
 from ...rules.deduplication import given_id
 from ...rules.expr import Call, Expr, any_of, coalesce, col, lit, null, when
-from ...rules.fairness import TenantView, judge, suspect, tenant_counts
+from ...rules.fairness import TenantView, counts_soon, judge, tenant_counts
 from ...rules.ids import first_id_at
 from ...store.registry import QueueRecord
 from ...store.statements import Row, Tables
@@ -123,7 +123,7 @@ def count_tenants(
         contended=any(row["in_flight"] or row["visible"] for row in quiet)
         and any(groups[group]["visible"] for group in noisy),
         shares=tuple(sorted(shares.items())),
-        soon=(elapsed is None and not noisy) or suspect(*counts, noisy),
+        soon=counts_soon(*counts, noisy, first=elapsed is None),
     )
 
 
