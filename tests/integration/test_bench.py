@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 from sparkqueue import Broker
 from sparkqueue.bench import main, table
@@ -17,10 +18,14 @@ from sparkqueue.bench.day import Traffic, day
 from sparkqueue.bench.upkeep import upkeep
 
 
-def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(spark, tmp_path, capsys):
-    results = main(
-        ["--smoke", "--engine", "native", "--out", str(tmp_path), "--root", str(tmp_path / "root")]
-    )
+def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(
+    spark, tmp_path, capsys, monkeypatch
+):
+    temporary = tmp_path / "tmp"  # where the run makes its own root, removed after the run
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    results = main(["--smoke", "--engine", "native", "--out", str(tmp_path)])
+    assert not list(temporary.glob("sparkqueue-bench-*"))
 
     assert results["bulk"]["enqueued"] == results["bulk"]["drained"] == 2_000
     assert results["redrive"]["released"] == results["redrive"]["native_released"] == 100
