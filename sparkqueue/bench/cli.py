@@ -9,7 +9,10 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import fields, replace
 from pathlib import Path
@@ -21,6 +24,8 @@ from .peers import DSN_VARIABLE
 from .report import table
 from .scenarios import DEFAULT_SCENARIOS, ENGINES, NAMED_ONLY, SCENARIOS, SMOKE, Sizes, run
 
+BACKGROUND_WAIT_SECONDS = 30.0  # for the brokers' last compactions and counts
+
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -31,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--root",
         help="where the queues go, kept after the run (default: a fresh temporary folder, removed"
-        " after it)",
+        " after a run that ends well)",
     )
     parser.add_argument(
         "--object-store",
@@ -71,14 +76,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     conf = {"spark.master": args.master} if args.master else {}
     # On object storage the session commits as the native engine does: both share the root.
     spark = spark_session(storage_options={} if args.object_store else None, **conf)
+    made = not args.root  # a folder of the run's own: some 300 MB after the redrive scenario
     root = args.root or tempfile.mkdtemp(prefix="sparkqueue-bench-")
     scenarios = args.only or DEFAULT_SCENARIOS
     engines = args.engine or ENGINES
     try:
         results = run(spark, root, sizes, scenarios, engines, args.object_store, args.pgmq_dsn)
-    finally:  # a folder of the run's own: a redrive scenario alone leaves some 300 MB in it
-        if args.root is None:
-            shutil.rmtree(root, ignore_errors=True)
+    except BaseException:  # what a failed run left (chaos and soak records among it) is kept
+        if made:
+            print(f"the run's queues and records are kept in {root}", file=sys.stderr)
+        raise
+    if made:
+        _remove(root)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
@@ -86,3 +95,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for what, figure, bar in table(results):
         print(f"{what:<34} {figure:>32}   bar {bar}")
     return results
+
+
+def _remove(root: str) -> None:
+    """Removes the run's own root once the process's other non-daemon threads have ended: a
+    broker's compaction beside producers or tenant count may still be on a table of it (each
+    under a second), and would make its folders again. The wait is bounded: a thread that
+    outlived it would hold the interpreter's exit anyway."""
+    deadline = time.monotonic() + BACKGROUND_WAIT_SECONDS
+    others = {threading.current_thread(), threading.main_thread()}
+    for thread in threading.enumerate():
+        if thread not in others and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    shutil.rmtree(root, ignore_errors=True)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import tempfile
+
+import pytest
 
 from sparkqueue import Broker
 from sparkqueue.bench import main, table
@@ -69,6 +72,18 @@ def test_the_benchmark_smoke_run_writes_a_table_json_and_a_chart(
     )  # fmt: skip
     assert set(on_spark["engines"]) == {"spark"}
     assert len(on_spark["engines"]["spark"]["latency"]["receive_ms"]) == 4
+    assert any((tmp_path / "spark-root").iterdir())  # a root given is kept
+
+
+def test_a_failed_run_keeps_its_own_root_and_says_where(spark, tmp_path, capsys, monkeypatch):
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    with pytest.raises(statistics.StatisticsError):  # no operations: no median to take
+        main(["--smoke", "--engine", "native", "--only", "latency", "--operations", "0",
+              "--out", str(tmp_path)])  # fmt: skip
+    [root] = temporary.glob("sparkqueue-bench-*")
+    assert any(root.iterdir()) and f"kept in {root}" in capsys.readouterr().err
 
 
 def test_the_benchmark_runs_natively_on_object_storage_beside_the_local_root(
