@@ -18,13 +18,17 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from ..engine.messages import compaction, tenants
 from ..session import spark_session
 from .chart import chart
 from .peers import DSN_VARIABLE
-from .report import table
+from .report import problems, table
 from .scenarios import DEFAULT_SCENARIOS, ENGINES, NAMED_ONLY, SCENARIOS, SMOKE, Sizes, run
 
-BACKGROUND_WAIT_SECONDS = 30.0  # for the brokers' last compactions and counts
+# The brokers' threads that may still work on a table after the run, and how long the removal
+# of the run's root waits for them.
+BACKGROUND_THREADS = (compaction.THREAD_PREFIX, tenants.THREAD_PREFIX)
+BACKGROUND_WAIT_SECONDS = 30.0
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -86,25 +90,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if made:
             print(f"the run's queues and records are kept in {root}", file=sys.stderr)
         raise
-    if made:
-        _remove(root)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     chart(results, out / "bench.png")
     for what, figure, bar in table(results):
         print(f"{what:<34} {figure:>32}   bar {bar}")
+    if made and problems(results):  # the chaos and soak records tell what went wrong
+        print(f"the run's queues and records are kept in {root}", file=sys.stderr)
+    elif made:
+        _remove(root)
     return results
 
 
 def _remove(root: str) -> None:
-    """Removes the run's own root once the process's other non-daemon threads have ended: a
-    broker's compaction beside producers or tenant count may still be on a table of it (each
-    under a second), and would make its folders again. The wait is bounded: a thread that
-    outlived it would hold the interpreter's exit anyway."""
+    """Removes the run's own root once the brokers' background threads have ended: a
+    compaction beside producers or a tenant count may still be on a table of it (each under a
+    second), and would make its folders again. The wait is bounded: such a thread that outlived
+    it would hold the interpreter's exit anyway."""
     deadline = time.monotonic() + BACKGROUND_WAIT_SECONDS
-    others = {threading.current_thread(), threading.main_thread()}
     for thread in threading.enumerate():
-        if thread not in others and not thread.daemon:
+        if thread.name.startswith(BACKGROUND_THREADS) and not thread.daemon:
             thread.join(max(0.0, deadline - time.monotonic()))
     shutil.rmtree(root, ignore_errors=True)

@@ -281,27 +281,36 @@ def _history_rows(history: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
+def problems(results: dict[str, Any]) -> int:
+    """The messages the chaos and soak runs found gone wrong (lost, doubled, too soon...)."""
+    reports = [results["chaos"]] if "chaos" in results else []
+    reports += [results["soak"]["report"]] if "soak" in results else []
+    return sum(_gone_wrong(report) for report in reports)
+
+
+def _gone_wrong(report: dict[str, Any]) -> int:
+    return sum(len(report[kind]) for kind in PROBLEMS)
+
+
 def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     if "chaos" in results:
         chaos = results["chaos"]
-        problems = sum(len(chaos[kind]) for kind in PROBLEMS)
         rows.append(
             (
                 f"chaos: {chaos['kills']} kills, {chaos['sent']} sent",
-                f"{chaos['deleted']} deleted, {chaos['left']} left, {problems} problems"
+                f"{chaos['deleted']} deleted, {chaos['left']} left, {_gone_wrong(chaos)} problems"
                 f", {chaos.get('failed', 0)} steps raised",
                 "0 lost / twice too soon",
             )
         )
     if "soak" in results:
         soak, report = results["soak"], results["soak"]["report"]
-        problems = sum(len(report[kind]) for kind in PROBLEMS)
         measured = [window for window in soak["windows"] if "receive_p99_ms" in window]
         rows.append(
             (
                 f"soak: {sum(soak['faults'].values())} faults, {report['sent']} sent",
-                f"{report['deleted']} deleted, {report['left']} left, {problems} problems"
+                f"{report['deleted']} deleted, {report['left']} left, {_gone_wrong(report)} problems"
                 f", {report['failed']} steps raised",
                 "0 lost / twice / dead undelivered",
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparkqueue.bench import chart, main, table
+from sparkqueue.bench.report import problems
 
 
 def test_a_partial_run_reports_only_its_scenarios(tmp_path):
@@ -44,3 +45,13 @@ def test_the_streaming_scenario_reports_its_drains_its_latency_and_its_kills():
     assert rows["streaming driver SIGKILLed 3 times, restarted"] == (
         "0 lost, 0 twice, 0 left; sink rows 0 lost, 0 twice"
     )
+
+
+def test_problems_count_what_the_chaos_and_soak_runs_found_gone_wrong():
+    clean = {kind: [] for kind in ("lost", "unsent", "too_soon", "doubled", "dead_undelivered")}
+    assert problems({"redrive": {"redrive_s": 3.5}}) == 0
+    assert problems({"chaos": clean, "soak": {"report": clean}}) == 0
+    found = problems(
+        {"chaos": {**clean, "doubled": ["m1"]}, "soak": {"report": {**clean, "lost": ["m2", "m3"]}}}
+    )
+    assert found == 3  # the benchmark keeps its root, with the records, when there are any

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from ...limits import COMPACT_AFTER_APPENDS
 
 log = logging.getLogger(__name__)
+THREAD_PREFIX = "sparkqueue-compact-"  # its threads' names: what waits for them finds them
 
 
 class SmallFiles:
@@ -53,7 +54,7 @@ class SmallFiles:
             threading.Thread(
                 target=self._compact,
                 args=(location, compact),
-                name=f"sparkqueue-compact-{location}",
+                name=f"{THREAD_PREFIX}{location}",
                 daemon=False,
             ).start()
         except RuntimeError:  # no thread to be had (the interpreter is ending): not this time

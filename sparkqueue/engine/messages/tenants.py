@@ -23,6 +23,7 @@ from ...limits import TENANT_RECOUNT_SECONDS, TENANT_SOON_SECONDS, TENANT_STALE_
 from ...rules.fairness import TenantView
 
 log = logging.getLogger(__name__)
+THREAD_PREFIX = "sparkqueue-tenants-"  # its threads' names: what waits for them finds them
 
 
 class TenantViews:
@@ -72,7 +73,7 @@ class TenantViews:
                 threading.Thread(
                     target=self._beside,
                     args=(location, count, view, elapsed),
-                    name=f"sparkqueue-tenants-{location}",
+                    name=f"{THREAD_PREFIX}{location}",
                     daemon=False,
                 ).start()
                 return view
