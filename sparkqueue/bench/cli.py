@@ -22,7 +22,8 @@ from ..engine.messages import compaction, tenants
 from ..session import spark_session
 from .chart import chart
 from .peers import DSN_VARIABLE
-from .report import problems, table
+from .reckoning import problems
+from .report import table
 from .scenarios import DEFAULT_SCENARIOS, ENGINES, NAMED_ONLY, SCENARIOS, SMOKE, Sizes, run
 
 # The brokers' threads that may still work on a table after the run, and how long the removal

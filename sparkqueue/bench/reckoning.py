@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from ..broker import Broker
 
@@ -23,6 +24,8 @@ SHARE = 0.5  # a buffered message is handed out only with this much of its timeo
 FAILED_PREFIXES = ("receive failed", "round failed", "send failed")
 # A hand-out is logged just after it happens; on two busy cores a process may pause in between.
 CLOCK_SLACK_SECONDS = 1.0
+# A chaos or soak report's lists of messages that went wrong, each a problem.
+PROBLEMS = ("lost", "unsent", "too_soon", "doubled", "dead_undelivered")
 
 
 @dataclass(frozen=True)
@@ -111,3 +114,16 @@ def _apart(times: list[tuple[float, int]]) -> bool:
         return False
     gap = TIMEOUT_SECONDS * SHARE - CLOCK_SLACK_SECONDS
     return all(later[0] - earlier[0] >= gap for earlier, later in pairwise(ordered))
+
+
+def gone_wrong(report: dict[str, Any]) -> int:
+    """The messages a chaos or soak report (as the benchmark's results hold it) lists as gone
+    wrong: lost, never sent, handed out too soon or twice, dead-lettered undelivered."""
+    return sum(len(report[kind]) for kind in PROBLEMS)
+
+
+def problems(results: dict[str, Any]) -> int:
+    """The messages the benchmark's chaos and soak runs found gone wrong."""
+    reports = [results["chaos"]] if "chaos" in results else []
+    reports += [results["soak"]["report"]] if "soak" in results else []
+    return sum(gone_wrong(report) for report in reports)

@@ -8,12 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 from .checkpoints import SUMMARY
+from .reckoning import gone_wrong
 
 OPERATIONS = ("send", "receive", "delete")  # the endpoint scenario's calls, in cycle order
 PEER = "(peer)"  # a peer's row: measured beside ours, no bar
 DRY = {True: " (ran dry)", False: ""}
-# A chaos or soak report's lists of messages that went wrong, each a problem.
-PROBLEMS = ("lost", "unsent", "too_soon", "doubled", "dead_undelivered")
 # The worker loop's bars for one worker, by batch size (the native engine's).
 WORKER_BARS = {
     10: ">= 40 msg/s",
@@ -281,17 +280,6 @@ def _history_rows(history: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
-def problems(results: dict[str, Any]) -> int:
-    """The messages the chaos and soak runs found gone wrong (lost, doubled, too soon...)."""
-    reports = [results["chaos"]] if "chaos" in results else []
-    reports += [results["soak"]["report"]] if "soak" in results else []
-    return sum(_gone_wrong(report) for report in reports)
-
-
-def _gone_wrong(report: dict[str, Any]) -> int:
-    return sum(len(report[kind]) for kind in PROBLEMS)
-
-
 def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     if "chaos" in results:
@@ -299,7 +287,7 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append(
             (
                 f"chaos: {chaos['kills']} kills, {chaos['sent']} sent",
-                f"{chaos['deleted']} deleted, {chaos['left']} left, {_gone_wrong(chaos)} problems"
+                f"{chaos['deleted']} deleted, {chaos['left']} left, {gone_wrong(chaos)} problems"
                 f", {chaos.get('failed', 0)} steps raised",
                 "0 lost / twice too soon",
             )
@@ -310,7 +298,7 @@ def _job_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append(
             (
                 f"soak: {sum(soak['faults'].values())} faults, {report['sent']} sent",
-                f"{report['deleted']} deleted, {report['left']} left, {_gone_wrong(report)} problems"
+                f"{report['deleted']} deleted, {report['left']} left, {gone_wrong(report)} problems"
                 f", {report['failed']} steps raised",
                 "0 lost / twice / dead undelivered",
             )

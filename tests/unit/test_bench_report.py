@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparkqueue.bench import chart, main, table
-from sparkqueue.bench.report import problems
+from sparkqueue.bench.reckoning import problems
 
 
 def test_a_partial_run_reports_only_its_scenarios(tmp_path):
