@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         results = run(spark, root, sizes, scenarios, engines, args.object_store, args.pgmq_dsn)
     except BaseException:  # what a failed run left (chaos and soak records among it) is kept
         if made:
-            print(f"the run's queues and records are kept in {root}", file=sys.stderr)
+            _keep(root)
         raise
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -98,10 +98,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for what, figure, bar in table(results):
         print(f"{what:<34} {figure:>32}   bar {bar}")
     if made and problems(results):  # the chaos and soak records tell what went wrong
-        print(f"the run's queues and records are kept in {root}", file=sys.stderr)
+        _keep(root)
     elif made:
         _remove(root)
     return results
+
+
+def _keep(root: str) -> None:
+    print(f"the run's queues and records are kept in {root}", file=sys.stderr)
 
 
 def _remove(root: str) -> None:
