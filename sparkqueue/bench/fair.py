@@ -120,10 +120,13 @@ def fair_run(
 ) -> dict[str, Any]:
     """One run: each tenant's producer and the consumers for `seconds`, each thread with a
     `client` of its own; each tenant kind's waits (seconds from send to receive), p50 and p99,
-    and the quiet tenants' for the messages sent after SETTLED_SECONDS (`quiet_settled`)."""
+    and the quiet tenants' for the messages sent after SETTLED_SECONDS (`quiet_settled`); what
+    the consumers took per second and what the quiet tenants sent (near what the consumers
+    take, the quiet tenants' own backlog makes them wait, whichever messages a receive prefers)."""
     queue = broker.create_queue(name, visibility_timeout=3_600)
     names = [f"quiet{i}" for i in range(tenants)] + (["noisy"] if noisy else [])
     waits: dict[str, list[tuple[float, float]]] = {tenant: [] for tenant in names}  # wait, sent
+    sent = dict.fromkeys(names, 0)  # by the producer alone
     lock = threading.Lock()
     stop = threading.Event()
 
@@ -139,6 +142,7 @@ def fair_run(
                      **({"group_id": tenant} if fair else {})}
                     for i in range(int(owed[tenant]))
                 ]  # fmt: skip
+                sent[tenant] += int(owed[tenant])
                 owed[tenant] -= int(owed[tenant])
             if entries:
                 calls.send(entries)
@@ -161,10 +165,13 @@ def fair_run(
 
     opened = time.monotonic()
     during_window([consume] * consumers + [produce], seconds, stop)
+    elapsed = time.monotonic() - opened
     quiet = [wait for tenant in names if tenant != "noisy" for wait in waits[tenant]]
     figures = {
         "quiet": _waits([wait for wait, _ in quiet]),
-        "quiet_settled": _waits([wait for wait, sent in quiet if sent >= SETTLED_SECONDS]),
+        "quiet_settled": _waits([wait for wait, at in quiet if at >= SETTLED_SECONDS]),
+        "taken_per_s": sum(len(waits[tenant]) for tenant in names) / elapsed,
+        "quiet_sent_per_s": sum(sent[tenant] for tenant in names if tenant != "noisy") / elapsed,
     }
     if noisy:
         figures["noisy"] = _waits([wait for wait, _ in waits["noisy"]])

@@ -166,6 +166,9 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
     def waits(run: dict[str, Any], kind: str) -> str:
         return f"{run[kind]['p50_s']:.2f} / {run[kind]['p99_s']:.2f} s"
 
+    def load(run: dict[str, Any]) -> str:
+        return f"took {run['taken_per_s']:.0f} msg/s, quiet sent {run['quiet_sent_per_s']:.0f}"
+
     def settled(alone: dict[str, Any], beside: dict[str, Any], ratio: float | None) -> str:
         if ratio is None:
             return "n/a (no message sent that late)"
@@ -177,7 +180,7 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("fair: quiet tenants' wait p50 / p99, alone", waits(alone, "quiet"), "(measured)"),
         (
             "fair: quiet p50 / p99 beside a noisy tenant",
-            f"{waits(on, 'quiet')} ({fair['quiet_p99_ratio_fair']:.1f}x alone)",
+            f"{waits(on, 'quiet')} ({fair['quiet_p99_ratio_fair']:.1f}x alone; {load(on)})",
             "p99 <= 2x alone",
         ),
         (
@@ -205,7 +208,8 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
             f"{waits(fair['endpoint_quiet_alone'], 'quiet')};"
             f" {waits(fair['endpoint_noisy_fair'], 'quiet')}"
             f" ({fair['endpoint_quiet_p99_ratio_fair']:.1f}x alone; consumers take"
-            f" {fair['endpoint_capacity_per_s']:.0f} msg/s through it)",
+            f" {fair['endpoint_capacity_per_s']:.0f} msg/s through it alone, beside the noisy"
+            f" tenant they {load(fair['endpoint_noisy_fair'])})",
             "p99 <= 2x alone",
         ),
         (
