@@ -167,7 +167,8 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
         return f"{run[kind]['p50_s']:.2f} / {run[kind]['p99_s']:.2f} s"
 
     def load(run: dict[str, Any]) -> str:
-        return f"took {run['taken_per_s']:.0f} msg/s, quiet sent {run['quiet_sent_per_s']:.0f}"
+        took, sent = run["taken_per_s"], run["quiet_sent_per_s"]
+        return f"consumers took {took:.0f} msg/s, quiet tenants sent {sent:.0f} msg/s"
 
     def settled(alone: dict[str, Any], beside: dict[str, Any], ratio: float | None) -> str:
         if ratio is None:
@@ -208,8 +209,8 @@ def _fair_rows(fair: dict[str, Any]) -> list[tuple[str, str, str]]:
             f"{waits(fair['endpoint_quiet_alone'], 'quiet')};"
             f" {waits(fair['endpoint_noisy_fair'], 'quiet')}"
             f" ({fair['endpoint_quiet_p99_ratio_fair']:.1f}x alone; consumers take"
-            f" {fair['endpoint_capacity_per_s']:.0f} msg/s through it alone, beside the noisy"
-            f" tenant they {load(fair['endpoint_noisy_fair'])})",
+            f" {fair['endpoint_capacity_per_s']:.0f} msg/s through it from a backlog; beside the"
+            f" noisy tenant {load(fair['endpoint_noisy_fair'])})",
             "p99 <= 2x alone",
         ),
         (

@@ -31,10 +31,10 @@ def test_the_fairness_scenario_times_each_tenants_wait_and_a_single_tenants_load
     reported = {
         what: figure for what, figure, _ in table({"engines": {"native": {"fair": figures}}})
     }
-    assert "x alone; took " in reported["fair: quiet p50 / p99 beside a noisy tenant"]
+    assert "x alone; consumers took " in reported["fair: quiet p50 / p99 beside a noisy tenant"]
     assert "msg/s" in reported["one tenant / no groups, receive(10) + delete_batch"]
     over = reported["fair over the SQS endpoint: quiet p50 / p99 alone; beside a noisy tenant"]
-    assert "x alone; consumers take" in over and "beside the noisy tenant they took" in over
+    assert "x alone; consumers take" in over and "beside the noisy tenant consumers took" in over
     # a second's runs send nothing after the settled figures' start: none to report, no ratio
     late = reported["fair: quiet p99 alone / beside a noisy tenant, sent after 4 s"]
     assert late.count("n/a (no message sent that late)") == 2, late
