@@ -28,7 +28,7 @@ def spark() -> SparkSession:
 # HotSpot's C1 compiler alone, for the Spark drivers that a module's tests start and stop within
 # seconds or minutes (killed drivers, Spark jobs, a cluster's driver). C2's compiler threads cost
 # such a JVM more CPU than its faster code saves, and the run is CPU-bound on two cores: the
-# modules that use this went from 1,114 to 892 s of test time (docs/development.md). Not for
+# modules that use this went from 1,114 to 892 s of test time (one run each). Not for
 # this process's own session (`spark`): it runs most of the tests' Spark statements for the
 # whole run, and C1 alone made most of its modules 1.6-2.2x slower.
 QUICK_JVM = "-XX:TieredStopAtLevel=1"
